@@ -1,0 +1,80 @@
+"""The root Typer app and the single error boundary that turns errors into one line and an exit code."""
+
+from __future__ import annotations
+
+import platform
+import sys
+import traceback
+
+import typer
+
+from ocigroup_cli import __version__, console
+from ocigroup_cli.commands import emulator
+from ocigroup_cli.errors import ExitCode, OcigroupError
+from ocigroup_cli.paths import state_dir
+
+app = typer.Typer(
+    name="ocigroup",
+    help="Operate OCI Streaming consumer groups: cursors, tail, inspect, reset, audit export; "
+    "with a bundled local emulator.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=True,
+)
+app.add_typer(emulator.app, name="emulator")
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.data_line(f"ocigroup {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """ocigroup — consumer-group operations for OCI Streaming."""
+
+
+def _crash_log() -> str:
+    path = state_dir() / "crash.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"ocigroup {__version__} on Python {platform.python_version()} ({platform.platform()})\n")
+            fh.write(f"argv: {sys.argv[1:]!r}\n")
+            fh.write(traceback.format_exc(limit=30))
+            fh.write("\n")
+        return str(path)
+    except OSError:
+        return "(could not write a crash log)"
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code; never raises (the error boundary)."""
+    try:
+        code = app(args=argv, prog_name="ocigroup", standalone_mode=False)
+        return code if isinstance(code, int) else ExitCode.OK
+    except OcigroupError as exc:
+        console.error(exc.message, exc.hint)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        return ExitCode.INTERRUPTED
+    except typer.TyperException as exc:  # usage errors from argument parsing
+        exc.show()  # type: ignore[attr-defined]
+        return int(getattr(exc, "exit_code", ExitCode.USAGE))
+    except KeyboardInterrupt:
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - this is the boundary
+        where = _crash_log()
+        console.error(f"internal error: {type(exc).__name__}: {exc}", f"this is a bug; details are in {where}")
+        return ExitCode.INTERNAL
+
+
+def main() -> None:
+    sys.exit(run())

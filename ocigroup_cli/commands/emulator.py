@@ -1,0 +1,106 @@
+"""`ocigroup emulator serve`: run the bundled local OCI Streaming service in the foreground."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ocigroup_cli import console
+from ocigroup_cli.errors import UsageError
+from ocigroup_cli.paths import state_dir
+
+app = typer.Typer(help="Run the bundled local OCI Streaming emulator.", no_args_is_help=True)
+
+DEFAULT_PORT = 18418
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind. Anything but loopback is exposed to the network.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).", min=0, max=65535)] = DEFAULT_PORT,
+    data: Annotated[
+        str | None, typer.Option(help="SQLite file for durable state, or :memory:. [default: state dir]")
+    ] = None,
+    trusted_key: Annotated[
+        list[Path] | None,
+        typer.Option("--trusted-key", help="Public (or private) PEM of an API key to accept; repeatable."),
+    ] = None,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="Accept unsigned requests (no verification).")] = False,
+    dense_offsets: Annotated[bool, typer.Option(help="Give offsets with no gaps (the service leaves gaps).")] = False,
+    rate_limits: Annotated[
+        bool, typer.Option(help="Enforce OCI's 5 GET/s per group per partition and 1 MB/s writes (429).")
+    ] = False,
+    faults: Annotated[
+        str, typer.Option(help="Inject faults, e.g. '429=0.05,503=0.02,drop=0.01,drop-after=0.01'.")
+    ] = "",
+    latency_ms: Annotated[float, typer.Option(help="Add this much latency to every request.", min=0)] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed for fault injection.")] = 0,
+    test_mode: Annotated[
+        bool, typer.Option(help="Manual clock and admin endpoints (/_emulator/clock, /_emulator/reset).")
+    ] = False,
+    fsync: Annotated[bool, typer.Option(help="fsync every commit (survives power loss, not only kill -9).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request to stderr.")] = False,
+) -> None:
+    """Serve the OCI Streaming API under /20180418 until interrupted.
+
+    Example: ocigroup emulator serve --port 18418 --trusted-key ~/.oci/oci_api_key_public.pem
+    """
+    from ocigroup_cli.core.clock import ManualClock, SystemClock
+    from ocigroup_cli.emulator.backend import Options
+    from ocigroup_cli.emulator.faults import FaultPlan, parse_rates
+    from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+
+    keys = []
+    for path in trusted_key or []:
+        try:
+            keys.append(path.read_bytes())
+        except OSError as exc:
+            raise UsageError(f"--trusted-key {path}: cannot read it ({exc.strerror}).") from None
+    try:
+        plan = FaultPlan(**parse_rates(faults), latency_ms=latency_ms, seed=seed)
+    except ValueError as exc:
+        raise UsageError(f"--faults: {exc}.") from None
+    if data is None:
+        data = str(state_dir() / "emulator.db")
+    config = ServerConfig(
+        host=host,
+        port=port,
+        data=data,
+        auth=not no_auth,
+        trusted_keys=tuple(keys),
+        options=Options(dense_offsets=dense_offsets, rate_limits=rate_limits),
+        faults=plan,
+        test_mode=test_mode,
+        fsync=fsync,
+    )
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(message)s")
+    clock = ManualClock(SystemClock().time_ms()) if test_mode else SystemClock()
+    try:
+        server = EmulatorServer(config, clock)
+    except ValueError as exc:
+        raise UsageError(f"--trusted-key: not a usable RSA key PEM ({exc}).") from None
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}.", "pick another --port") from None
+    console.notice(
+        f"ocigroup emulator listening on {server.url} (data: {data}; auth: "
+        f"{'off' if no_auth else f'on, {len(keys)} trusted key(s)'}). This is a local emulator of OCI Streaming: "
+        "its behaviour may differ from the service (see README, 'Emulator')."
+    )
+    if not server.loopback:
+        console.warn(f"bound to {host}, not loopback: anyone who can reach this address can use the emulator.")
+    if not no_auth and not keys:
+        console.warn("no --trusted-key given: every signed request will be refused (401). Use --no-auth to disable.")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    stop.wait()
+    server.stop()
+    console.notice("ocigroup emulator stopped.")

@@ -1,0 +1,52 @@
+"""UTC timestamp rendering and parsing in the shapes OCI Streaming uses on the wire."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})?$"
+)
+
+
+def ms_to_rfc3339(ms: int) -> str:
+    """Epoch milliseconds → `YYYY-MM-DDTHH:MM:SS.mmmZ` (what the real service emits)."""
+    seconds, millis = divmod(ms, 1000)
+    t = _EPOCH + dt.timedelta(seconds=seconds)
+    return f"{t:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
+
+
+def ms_to_datetime(ms: int) -> dt.datetime:
+    return _EPOCH + dt.timedelta(milliseconds=ms)
+
+
+def datetime_to_ms(value: dt.datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def parse_rfc3339_ms(text: str) -> int:
+    """Parse an RFC 3339 timestamp (fraction optional, `Z` or ±hh:mm; none means UTC) to epoch ms.
+
+    Raises ValueError with a description of the accepted shape.
+    """
+    m = _RFC3339.match(text.strip())
+    if not m:
+        raise ValueError(f"{text!r} is not an RFC 3339 timestamp such as 2024-05-01T10:00:00.000Z")
+    year, month, day, hour, minute, second, frac, zone = m.groups()
+    tz = dt.UTC
+    if zone and zone not in ("Z", "z"):
+        sign = 1 if zone[0] == "+" else -1
+        tz = dt.timezone(sign * dt.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
+    micros = int((frac or "0").ljust(6, "0")[:6])
+    try:
+        value = dt.datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micros, tzinfo=tz
+        )
+    except ValueError as exc:
+        raise ValueError(f"{text!r} is not a valid date and time: {exc}") from None
+    return datetime_to_ms(value)

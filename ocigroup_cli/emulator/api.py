@@ -1,0 +1,203 @@
+"""HTTP routes of the emulator: parse a request, call the backend, serialise the answer. No socket code.
+
+`Api.handle` is a pure request → response function so it can be tested without a server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from ocigroup_cli import __version__
+from ocigroup_cli.core.clock import ManualClock
+from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.emulator.auth import Verifier
+from ocigroup_cli.emulator.backend import Backend, Messages
+from ocigroup_cli.emulator.errors import ServiceError, invalid, limit_exceeded
+from ocigroup_cli.emulator.limits import MAX_GET_LIMIT
+
+BASE = "/20180418"
+ADMIN = "/_emulator"
+MAX_BODY_BYTES = 3 * 1024 * 1024  # a 1 MiB request grows by a third in base64, plus JSON framing
+
+log = logging.getLogger("ocigroup.emulator")
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _json_body(body: bytes) -> Any:
+    if not body.strip():
+        return None
+    try:
+        return json.loads(body, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+    except (ValueError, RecursionError) as exc:
+        raise ServiceError(400, "CannotParseRequest", f"The request body is not valid JSON: {exc}") from None
+
+
+def _messages_json(result: Messages) -> bytes:
+    """Serialise GetMessages rows directly: keys and values are stored as validated base64 text."""
+    stream = json.dumps(result.stream_name)
+    parts = []
+    last_ts, last_text = -1, ""
+    for m in result.rows:
+        if m.ts_ms != last_ts:
+            last_ts, last_text = m.ts_ms, ms_to_rfc3339(m.ts_ms)
+        key = "null" if m.key is None else f'"{m.key}"'
+        parts.append(
+            f'{{"stream":{stream},"partition":"{m.partition}","key":{key},"value":"{m.value}",'
+            f'"offset":{m.offset},"timestamp":"{last_text}"}}'
+        )
+    return ("[" + ",".join(parts) + "]").encode("ascii")
+
+
+class Api:
+    def __init__(self, backend: Backend, verifier: Verifier | None, admin: bool = False) -> None:
+        self.backend = backend
+        self.verifier = verifier
+        self.admin = admin
+
+    def handle(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
+        given = headers("opc-request-id")
+        request_id = given[0] if given and len(given[0]) <= 98 else uuid.uuid4().hex.upper()
+        try:
+            response = self._route(method, target, headers, body)
+        except ServiceError as exc:
+            response = Response(
+                exc.status, json.dumps({"code": exc.code, "message": exc.message}).encode(), dict(exc.headers)
+            )
+        except Exception:  # noqa: BLE001 - the server must answer, never die
+            log.exception("internal error handling %s %s", method, target.split("?")[0])
+            body_out = {"code": "InternalServerError", "message": "Internal error in the emulator (see its log)."}
+            response = Response(500, json.dumps(body_out).encode())
+        response.headers.setdefault("content-type", "application/json")
+        response.headers["opc-request-id"] = request_id
+        return response
+
+    def _route(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
+        split = urlsplit(target)
+        path = split.path
+        query = dict(parse_qsl(split.query, keep_blank_values=True))
+        if path.startswith(ADMIN + "/"):
+            return self._admin(method, path[len(ADMIN) :], body)
+        if len(body) > MAX_BODY_BYTES:
+            raise limit_exceeded(f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+        if not path.startswith(BASE + "/"):
+            raise ServiceError(404, "NotFound", f"No such API: {method} {path}")
+        parts = path[len(BASE) + 1 :].split("/", 3)
+        is_put = method == "POST" and len(parts) == 3 and parts[0] == "streams" and parts[2] == "messages"
+        if self.verifier is not None:
+            self.verifier.verify(method, target, headers, body, body_unsigned=is_put)
+        b = self.backend
+        if parts[0] != "streams" or (len(parts) > 1 and not parts[1]):
+            raise ServiceError(404, "NotFound", f"No such API: {method} {path}")
+        if len(parts) == 1:
+            if method == "POST":
+                return self._json(b.create_stream(_json_body(body)))
+            if method == "GET":
+                items, next_page = b.list_streams(query)
+                return self._json(items, {"opc-next-page": next_page} if next_page else {})
+            raise self._no_method(method, path)
+        stream_id = unquote(parts[1])
+        if len(parts) == 2:
+            if method == "GET":
+                return self._json(b.get_stream(stream_id), {"etag": stream_id[-16:]})
+            if method == "DELETE":
+                b.delete_stream(stream_id)
+                return Response(204)
+            raise self._no_method(method, path)
+        action = parts[2]
+        rest = parts[3] if len(parts) == 4 else ""
+        if action == "groups" and rest:
+            group = unquote(rest)
+            if method == "GET":
+                return self._json(b.get_group(stream_id, group))
+            if method == "PUT":
+                b.update_group(stream_id, group, _json_body(body))
+                return Response(200, b"")
+            raise self._no_method(method, path)
+        if rest:
+            raise ServiceError(404, "NotFound", f"No such API: {method} {path}")
+        route = (method, action)
+        if route == ("POST", "messages"):
+            return self._json(b.put_messages(stream_id, _json_body(body)))
+        if route == ("GET", "messages"):
+            result = b.get_messages(stream_id, self._cursor(query), self._limit(query))
+            return Response(200, _messages_json(result), {"opc-next-cursor": result.next_cursor})
+        if route == ("POST", "cursors"):
+            return self._json(b.create_cursor(stream_id, _json_body(body)))
+        if route == ("POST", "groupCursors"):
+            return self._json(b.create_group_cursor(stream_id, _json_body(body)))
+        if route == ("POST", "commit"):
+            return self._json(b.consumer_commit(stream_id, self._cursor(query)))
+        if route == ("POST", "heartbeat"):
+            return self._json(b.consumer_heartbeat(stream_id, self._cursor(query)))
+        raise ServiceError(404, "NotFound", f"No such API: {method} {path}")
+
+    def _admin(self, method: str, path: str, body: bytes) -> Response:
+        if (method, path) == ("GET", "/health"):
+            return self._json({"service": "ocigroup-emulator", "version": __version__})
+        clock = self.backend.clock
+        if not self.admin:
+            raise ServiceError(404, "NotFound", "Admin endpoints are enabled only with --test-mode.")
+        if (method, path) == ("POST", "/reset"):
+            self.backend.store.wipe()
+            return self._json({"reset": True})
+        if (method, path) == ("POST", "/clock"):
+            if not isinstance(clock, ManualClock):
+                raise ServiceError(404, "NotFound", "The clock can be moved only with --test-mode.")
+            request = _json_body(body) or {}
+            try:
+                if "setMs" in request:
+                    clock.set_ms(int(request["setMs"]))
+                clock.advance_ms(int(request.get("advanceMs", 0)))
+            except (TypeError, ValueError):
+                raise invalid("'setMs' and 'advanceMs' must be integers (milliseconds).") from None
+            return self._json({"nowMs": clock.time_ms()})
+        raise ServiceError(404, "NotFound", f"No such admin API: {method} {path}")
+
+    @staticmethod
+    def _json(data: Any, headers: dict[str, str] | None = None) -> Response:
+        return Response(200, json.dumps(data).encode(), dict(headers or {}))
+
+    @staticmethod
+    def _cursor(query: dict[str, str]) -> str:
+        cursor = query.get("cursor")
+        if not cursor:
+            raise ServiceError(400, "MissingParameter", "The 'cursor' query parameter is required.")
+        return cursor
+
+    @staticmethod
+    def _limit(query: dict[str, str]) -> int | None:
+        raw = query.get("limit")
+        if raw is None:
+            return None
+        if not raw.isdigit() or not 1 <= int(raw) <= MAX_GET_LIMIT:
+            raise invalid(f"'limit' must be an integer from 1 to {MAX_GET_LIMIT}; got {raw!r}.")
+        return int(raw)
+
+    @staticmethod
+    def _no_method(method: str, path: str) -> ServiceError:
+        return ServiceError(405, "MethodNotAllowed", f"{method} is not allowed on {path}")

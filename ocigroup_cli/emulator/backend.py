@@ -1,0 +1,331 @@
+"""Service semantics: one method per OCI Streaming operation, each one SQLite transaction.
+
+Methods take parsed JSON / query values and return wire-shaped results; the HTTP layer only parses and
+serialises. `now` is read once per request from the injected clock.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import sqlite3
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.emulator import groups, log, validate
+from ocigroup_cli.emulator.cursors import CursorCodec, GroupCursor, PartitionCursor
+from ocigroup_cli.emulator.errors import ServiceError, invalid, limit_exceeded, not_found, too_many_requests
+from ocigroup_cli.emulator.limits import (
+    DEFAULT_READ_BUDGET_BYTES,
+    MAX_GROUPS_PER_STREAM,
+    MAX_KEY_BYTES,
+    MAX_REQUEST_BYTES,
+    MAX_VALUE_BYTES,
+    RateLimiter,
+)
+from ocigroup_cli.emulator.store import Store
+from ocigroup_cli.emulator.streams import StreamRow, Streams
+
+GROUP_TYPES = ("AT_TIME", "LATEST", "TRIM_HORIZON")
+CURSOR_TYPES = ("AFTER_OFFSET", "AT_OFFSET", "AT_TIME", "LATEST", "TRIM_HORIZON")
+DEFAULT_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Options:
+    region: str = "us-ashburn-1"
+    dense_offsets: bool = False
+    rate_limits: bool = False
+    read_budget_bytes: int = DEFAULT_READ_BUDGET_BYTES
+
+
+@dataclass(frozen=True)
+class Messages:
+    """A GetMessages answer: rows in response order and the next cursor."""
+
+    stream_name: str
+    rows: list[log.StoredMessage]
+    next_cursor: str
+
+
+class Backend(Streams):
+    def __init__(self, store: Store, clock: Clock, options: Options | None = None, endpoint: str = "") -> None:
+        super().__init__(store, clock, options.region if options else Options.region, endpoint)
+        self.options = options or Options()
+        self.cursors = CursorCodec(store.meta_secret("cursor-secret", secrets.token_bytes(32)))
+        self.rates = RateLimiter()
+
+    # -- data plane: messages and partition cursors -------------------------------------------------------
+
+    def put_messages(self, stream_id: str, body: Any) -> dict[str, Any]:
+        items = validate.body_object(body).get("messages")
+        if not isinstance(items, list) or not items:
+            raise invalid("'messages' must be a non-empty list of {key, value} entries.")
+        parsed: list[tuple[bytes, str | None, str, int]] = []
+        total = 0
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise invalid(f"messages[{i}] must be an object with 'value' and an optional 'key'.")
+            if item.get("value") is None:
+                raise invalid(f"messages[{i}].value is required.")
+            value_size = validate.b64_size(item["value"], f"messages[{i}].value")
+            if value_size > MAX_VALUE_BYTES:
+                raise invalid(f"messages[{i}].value is {value_size} bytes; the limit is {MAX_VALUE_BYTES} (1 MiB).")
+            key = item.get("key")
+            if key is None:  # the service generates a key when none is given
+                raw_key = uuid.uuid4().hex.encode("ascii")
+                key = base64.b64encode(raw_key).decode("ascii")
+                key_size = len(raw_key)
+            else:
+                key_size = validate.b64_size(key, f"messages[{i}].key")
+                if key_size > MAX_KEY_BYTES:
+                    raise invalid(f"messages[{i}].key is {key_size} bytes; the limit is {MAX_KEY_BYTES}.")
+                raw_key = base64.b64decode(key)
+            total += key_size + value_size
+            parsed.append((raw_key, key, item["value"], key_size + value_size))
+        if total > MAX_REQUEST_BYTES:
+            raise limit_exceeded(f"The request carries {total} bytes of keys and values; the limit is 1 MiB.")
+
+        now = self.clock.time_ms()
+        with self.store.transaction() as db:
+            stream = self._active(db, stream_id)
+            by_partition: dict[int, list[int]] = defaultdict(list)
+            for i, (raw_key, *_rest) in enumerate(parsed):
+                by_partition[log.partition_for_key(raw_key, stream.partitions)].append(i)
+            if self.options.rate_limits:
+                for p, idx in by_partition.items():
+                    if not self.rates.allow_write(stream_id, p, sum(parsed[i][3] for i in idx), now):
+                        raise too_many_requests(f"Partition {p} is over its 1 MB/s write limit; retry later.")
+            results: list[dict[str, Any]] = [{} for _ in parsed]
+            cutoff = log.retention_cutoff(now, stream.retention_hours)
+            for p, idx in sorted(by_partition.items()):
+                log.purge_expired(db, stream.sk, p, cutoff)
+                entries = [(parsed[i][1], parsed[i][2], parsed[i][3]) for i in idx]
+                for i, done in zip(idx, log.append(db, stream.sk, stream_id, p, entries, now, self.options.dense_offsets),
+                                   strict=True):
+                    results[i] = {"partition": str(p), "offset": done.offset, "timestamp": ms_to_rfc3339(done.ts_ms)}
+        return {"failures": 0, "entries": results}
+
+    def create_cursor(self, stream_id: str, body: Any) -> dict[str, str]:
+        body = validate.body_object(body)
+        kind = validate.choice(body, "type", CURSOR_TYPES, required=True)
+        now = self.clock.time_ms()
+        with self.store.transaction() as db:
+            stream = self._active(db, stream_id)
+            p = validate.partition_id(body.get("partition"), stream.partitions)
+            cutoff = log.retention_cutoff(now, stream.retention_hours)
+            if kind == "TRIM_HORIZON":
+                offset = 0
+            elif kind == "LATEST":
+                offset = log.last_offset(db, stream.sk, p) + 1
+            elif kind == "AT_TIME":
+                at = validate.time_ms(body, "time", required=True)
+                assert at is not None
+                offset = log.first_offset_at_or_after(db, stream.sk, p, at, cutoff)
+            else:
+                wanted = validate.integer(body, "offset", 0, 2**63 - 1)
+                if wanted is None:
+                    raise invalid(f"'offset' is required for a {kind} cursor.")
+                oldest = log.oldest_retained(db, stream.sk, p, cutoff)
+                latest = log.last_offset(db, stream.sk, p)
+                if oldest is None or not oldest <= wanted <= latest:
+                    span = "no retained messages" if oldest is None else f"offsets {oldest} to {latest}"
+                    raise invalid(f"Offset {wanted} is outside partition {p}'s range: it holds {span}.")
+                offset = wanted + (1 if kind == "AFTER_OFFSET" else 0)
+        return {"value": self.cursors.encode(PartitionCursor(stream_id, p, offset, now))}
+
+    def get_messages(self, stream_id: str, token: str, limit: int | None) -> Messages:
+        now = self.clock.time_ms()
+        cursor = self.cursors.decode(token, stream_id, now)
+        max_count = limit or 10_000
+        budget = self.options.read_budget_bytes if limit is None else 2**62
+        with self.store.transaction() as db:
+            stream = self._active(db, stream_id)
+            cutoff = log.retention_cutoff(now, stream.retention_hours)
+            if isinstance(cursor, PartitionCursor):
+                self._check_read_rate(stream_id, "", [cursor.partition], now)
+                rows = list(log.read(db, stream.sk, cursor.partition, cursor.offset, cutoff, max_count, budget))
+                nxt = rows[-1].offset + 1 if rows else cursor.offset
+                token = self.cursors.encode(replace(cursor, offset=nxt, issued_ms=now))
+                return Messages(stream.name, rows, token)
+            slots = self._join(db, stream, cursor, now)
+            if cursor.commit_on_get:
+                slots = groups.commit(db, stream.sk, cursor.group, cursor.instance, slots, cursor.delivered)
+            mine = sorted(p for p, s in slots.items() if s.owner == cursor.instance)
+            if mine:
+                turn = cursor.turn % len(mine)
+                mine = mine[turn:] + mine[:turn]
+            self._check_read_rate(stream_id, cursor.group, mine, now)
+            positions = self._positions(cursor, slots)
+            delivered = {} if cursor.commit_on_get else self._still_valid(cursor.delivered, cursor.instance, slots)
+            rows = []
+            for p in mine:
+                if len(rows) >= max_count or budget <= 0:
+                    break
+                got = list(log.read(db, stream.sk, p, positions[p][1], cutoff, max_count - len(rows), budget))
+                if got:
+                    budget -= sum(m.size for m in got)
+                    positions[p] = (slots[p].epoch, got[-1].offset + 1)
+                    delivered[p] = (slots[p].epoch, got[-1].offset)
+                    rows.extend(got)
+        nxt = GroupCursor(
+            stream_id, cursor.group, cursor.instance, cursor.commit_on_get, cursor.timeout_ms, now,
+            positions, delivered, cursor.turn + 1,
+        )
+        return Messages(stream.name, rows, self.cursors.encode(nxt))
+
+    # -- data plane: consumer groups ----------------------------------------------------------------------
+
+    def create_group_cursor(self, stream_id: str, body: Any) -> dict[str, str]:
+        body = validate.body_object(body)
+        group = validate.string(body, "groupName", required=True, max_len=256)
+        kind = validate.choice(body, "type", GROUP_TYPES, required=True)
+        at = validate.time_ms(body, "time", required=kind == "AT_TIME")
+        instance = validate.string(body, "instanceName", max_len=256) or str(uuid.uuid4())
+        timeout = validate.integer(body, "timeoutInMs", 1, 3_600_000, DEFAULT_TIMEOUT_MS)
+        commit_on_get = validate.boolean(body, "commitOnGet", True)
+        assert group is not None and timeout is not None
+        now = self.clock.time_ms()
+        with self.store.transaction() as db:
+            stream = self._active(db, stream_id)
+            retention = stream.retention_hours * log.HOUR_MS
+            if not groups.group_exists(db, stream.sk, group, now, retention):
+                if groups.live_group_count(db, stream.sk, now, retention) >= MAX_GROUPS_PER_STREAM:
+                    raise limit_exceeded(
+                        f"The stream already has {MAX_GROUPS_PER_STREAM} consumer groups, the most a stream allows."
+                    )
+                cutoff = log.retention_cutoff(now, stream.retention_hours)
+                start = {}
+                for p in range(stream.partitions):
+                    if kind == "TRIM_HORIZON":
+                        start[p] = 0
+                    elif kind == "LATEST":
+                        start[p] = log.last_offset(db, stream.sk, p) + 1
+                    else:
+                        assert at is not None
+                        start[p] = log.first_offset_at_or_after(db, stream.sk, p, at, cutoff)
+                groups.create_group(db, stream.sk, group, start, now)
+            cursor = GroupCursor(stream_id, group, instance, commit_on_get, timeout, now)
+            self._join(db, stream, cursor, now)
+        return {"value": self.cursors.encode(cursor)}
+
+    def consumer_heartbeat(self, stream_id: str, token: str) -> dict[str, str]:
+        return self._group_cursor_call(stream_id, token, commit=False)
+
+    def consumer_commit(self, stream_id: str, token: str) -> dict[str, str]:
+        return self._group_cursor_call(stream_id, token, commit=True)
+
+    def _group_cursor_call(self, stream_id: str, token: str, commit: bool) -> dict[str, str]:
+        now = self.clock.time_ms()
+        cursor = self.cursors.decode(token, stream_id, now)
+        if not isinstance(cursor, GroupCursor):
+            raise invalid("This operation needs a group cursor (from CreateGroupCursor), not a partition cursor.")
+        with self.store.transaction() as db:
+            stream = self._active(db, stream_id)
+            slots = self._join(db, stream, cursor, now)
+            if commit:
+                slots = groups.commit(db, stream.sk, cursor.group, cursor.instance, slots, cursor.delivered)
+            delivered = {} if commit else self._still_valid(cursor.delivered, cursor.instance, slots)
+        nxt = replace(cursor, issued_ms=now, positions=self._positions(cursor, slots), delivered=delivered)
+        return {"value": self.cursors.encode(nxt)}
+
+    def get_group(self, stream_id: str, group: str) -> dict[str, Any]:
+        now = self.clock.time_ms()
+        with self.store.transaction() as db:
+            stream = self._active(db, stream_id)
+            self._existing_group(db, stream, group, now)
+            slots = groups.rebalance(db, stream.sk, group, now)
+        return {
+            "streamId": stream_id,
+            "groupName": group,
+            "reservations": [
+                {
+                    "partition": str(p),
+                    "committedOffset": s.committed,
+                    "reservedInstance": s.owner,
+                    "timeReservedUntil": None if s.reserved_until_ms is None else ms_to_rfc3339(s.reserved_until_ms),
+                }
+                for p, s in sorted(slots.items())
+            ],
+        }
+
+    def update_group(self, stream_id: str, group: str, body: Any) -> None:
+        body = validate.body_object(body) if body is not None else {}
+        kind = validate.choice(body, "type", GROUP_TYPES, required=False)
+        at = validate.time_ms(body, "time", required=kind == "AT_TIME")
+        if kind is None:
+            if at is None:
+                raise invalid("UpdateGroup needs 'type' (TRIM_HORIZON, LATEST or AT_TIME).")
+            kind = "AT_TIME"
+        now = self.clock.time_ms()
+        with self.store.transaction() as db:
+            stream = self._active(db, stream_id)
+            self._existing_group(db, stream, group, now)
+            cutoff = log.retention_cutoff(now, stream.retention_hours)
+            targets: dict[int, tuple[int, int | None]] = {}
+            for p in range(stream.partitions):
+                last = log.last_offset(db, stream.sk, p)
+                if kind == "TRIM_HORIZON":
+                    targets[p] = (0, None)
+                elif kind == "LATEST":
+                    targets[p] = (last + 1, last if last >= 0 else None)
+                else:
+                    assert at is not None
+                    pos = log.first_offset_at_or_after(db, stream.sk, p, at, cutoff)
+                    targets[p] = (pos, log.last_offset_before(db, stream.sk, p, pos, cutoff))
+            groups.reset(db, stream.sk, group, targets)
+            groups.touch_group(db, stream.sk, group, now)
+
+    # -- helpers ------------------------------------------------------------------------------------------
+
+    def _existing_group(self, db: sqlite3.Connection, stream: StreamRow, group: str, now: int) -> None:
+        if not groups.group_exists(db, stream.sk, group, now, stream.retention_hours * log.HOUR_MS):
+            raise not_found(f"Consumer group {group!r} does not exist on this stream (or expired unused).")
+
+    def _join(self, db: sqlite3.Connection, stream: StreamRow, cursor: GroupCursor, now: int) -> dict[int, groups.Slot]:
+        """Record the instance's activity and run the rebalance check."""
+        self._existing_group(db, stream, cursor.group, now)
+        groups.touch_instance(
+            db, stream.sk, cursor.group, cursor.instance, cursor.timeout_ms, cursor.commit_on_get, now
+        )
+        groups.touch_group(db, stream.sk, cursor.group, now)
+        return groups.rebalance(db, stream.sk, cursor.group, now)
+
+    @staticmethod
+    def _positions(cursor: GroupCursor, slots: dict[int, groups.Slot]) -> dict[int, tuple[int, int]]:
+        """Where the instance reads next in each partition it owns: its own position within the current
+        epoch (never behind the committed offset), else the group's position for the partition."""
+        out = {}
+        for p, s in slots.items():
+            if s.owner != cursor.instance:
+                continue
+            mine = cursor.positions.get(p)
+            start = max(mine[1], s.position) if mine and mine[0] == s.epoch else s.position
+            out[p] = (s.epoch, start)
+        return out
+
+    @staticmethod
+    def _still_valid(
+        delivered: dict[int, tuple[int, int]], instance: str, slots: dict[int, groups.Slot]
+    ) -> dict[int, tuple[int, int]]:
+        return {
+            p: v for p, v in delivered.items() if p in slots and slots[p].owner == instance and slots[p].epoch == v[0]
+        }
+
+    def _check_read_rate(self, stream_id: str, group: str, partitions: list[int], now: int) -> None:
+        if not self.options.rate_limits:
+            return
+        for p in partitions:
+            if not self.rates.allow_get(stream_id, group, p, now):
+                raise too_many_requests(
+                    f"More than 5 GetMessages per second for partition {p}"
+                    + (f" by group {group!r}" if group else "")
+                    + "; slow down."
+                )
+
+
+__all__ = ["Backend", "Messages", "Options", "ServiceError"]

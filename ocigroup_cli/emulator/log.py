@@ -1,0 +1,136 @@
+"""The partition log: appending messages and reading them back, with retention applied on every read.
+
+Functions take an open transaction (`sqlite3.Connection`) and never commit themselves.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class Appended:
+    partition: int
+    offset: int
+    ts_ms: int
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    partition: int
+    offset: int
+    ts_ms: int
+    key: str | None  # base64, as the producer sent it
+    value: str  # base64, as the producer sent it
+    size: int  # decoded key + value bytes
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """Same key, same partition: a stable hash of the key bytes."""
+    return zlib.crc32(key) % partitions
+
+
+def gap_after(stream_id: str, partition: int, offset: int) -> int:
+    """Offsets are not dense: a small, reproducible gap follows about one offset in eight."""
+    h = zlib.crc32(f"{stream_id}/{partition}/{offset}".encode())
+    return 0 if h % 8 else 1 + (h >> 3) % 3
+
+
+def retention_cutoff(now_ms: int, retention_hours: int) -> int:
+    return now_ms - retention_hours * HOUR_MS
+
+
+def append(
+    db: sqlite3.Connection,
+    sk: int,
+    stream_id: str,
+    partition: int,
+    entries: list[tuple[str | None, str, int]],
+    now_ms: int,
+    dense: bool,
+) -> list[Appended]:
+    """Append (key_b64, value_b64, size) entries to one partition; offsets strictly increase."""
+    last_offset, last_ts = db.execute(
+        "SELECT last_offset, last_ts_ms FROM partitions WHERE sk = ? AND partition = ?", (sk, partition)
+    ).fetchone()
+    ts = max(now_ms, last_ts)
+    rows = []
+    out = []
+    offset = last_offset
+    for key, value, size in entries:
+        offset = offset + 1 + (0 if dense or offset < 0 else gap_after(stream_id, partition, offset))
+        rows.append((sk, partition, offset, ts, key, value, size))
+        out.append(Appended(partition, offset, ts))
+    db.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    db.execute(
+        "UPDATE partitions SET last_offset = ?, last_ts_ms = ? WHERE sk = ? AND partition = ?",
+        (offset, ts, sk, partition),
+    )
+    return out
+
+
+def purge_expired(db: sqlite3.Connection, sk: int, partition: int, cutoff_ms: int) -> None:
+    db.execute("DELETE FROM messages WHERE sk = ? AND partition = ? AND ts_ms < ?", (sk, partition, cutoff_ms))
+
+
+def last_offset(db: sqlite3.Connection, sk: int, partition: int) -> int:
+    """The highest offset ever published to the partition, or -1."""
+    row = db.execute("SELECT last_offset FROM partitions WHERE sk = ? AND partition = ?", (sk, partition))
+    return int(row.fetchone()[0])
+
+
+def oldest_retained(db: sqlite3.Connection, sk: int, partition: int, cutoff_ms: int) -> int | None:
+    row = db.execute(
+        "SELECT MIN(offset) FROM messages WHERE sk = ? AND partition = ? AND ts_ms >= ?",
+        (sk, partition, cutoff_ms),
+    ).fetchone()
+    return None if row[0] is None else int(row[0])
+
+
+def first_offset_at_or_after(
+    db: sqlite3.Connection, sk: int, partition: int, time_ms: int, cutoff_ms: int
+) -> int:
+    """The position AT_TIME resolves to: the first retained message with timestamp >= time, else the end."""
+    row = db.execute(
+        "SELECT MIN(offset) FROM messages WHERE sk = ? AND partition = ? AND ts_ms >= ?",
+        (sk, partition, max(time_ms, cutoff_ms)),
+    ).fetchone()
+    return int(row[0]) if row[0] is not None else last_offset(db, sk, partition) + 1
+
+
+def last_offset_before(db: sqlite3.Connection, sk: int, partition: int, position: int, cutoff_ms: int) -> int | None:
+    row = db.execute(
+        "SELECT MAX(offset) FROM messages WHERE sk = ? AND partition = ? AND offset < ? AND ts_ms >= ?",
+        (sk, partition, position, cutoff_ms),
+    ).fetchone()
+    return None if row[0] is None else int(row[0])
+
+
+def read(
+    db: sqlite3.Connection,
+    sk: int,
+    partition: int,
+    start: int,
+    cutoff_ms: int,
+    max_count: int,
+    max_bytes: int,
+) -> Iterator[StoredMessage]:
+    """Messages at or after `start`, oldest first, at most `max_count` and (beyond the first) `max_bytes`."""
+    if max_count <= 0:
+        return
+    rows = db.execute(
+        "SELECT offset, ts_ms, key, value, size FROM messages"
+        " WHERE sk = ? AND partition = ? AND offset >= ? AND ts_ms >= ? ORDER BY offset LIMIT ?",
+        (sk, partition, start, cutoff_ms, max_count),
+    )
+    used = 0
+    for offset, ts, key, value, size in rows:
+        used += size
+        if used > max_bytes and used != size:
+            return
+        yield StoredMessage(partition, offset, ts, key, value, size)

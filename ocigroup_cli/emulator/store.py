@@ -1,0 +1,148 @@
+"""SQLite storage for the emulator: schema, ordered named migrations, one transaction per request.
+
+One connection guarded by a lock serialises every request, so concurrent consumers see a single, consistent
+order of events. On disk the database runs in WAL mode: a committed transaction survives `kill -9`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+        CREATE TABLE streams (
+            sk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            compartment_id TEXT NOT NULL,
+            pool_id TEXT NOT NULL,
+            partitions INTEGER NOT NULL,
+            retention_hours INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            deleted_ms INTEGER,
+            tags TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE partitions (
+            sk INTEGER NOT NULL,
+            partition INTEGER NOT NULL,
+            last_offset INTEGER NOT NULL,
+            last_ts_ms INTEGER NOT NULL,
+            PRIMARY KEY (sk, partition)
+        );
+        CREATE TABLE messages (
+            sk INTEGER NOT NULL,
+            partition INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            ts_ms INTEGER NOT NULL,
+            key TEXT,
+            value TEXT NOT NULL,
+            size INTEGER NOT NULL
+        );
+        CREATE UNIQUE INDEX messages_by_offset ON messages (sk, partition, offset);
+        CREATE INDEX messages_by_time ON messages (sk, partition, ts_ms);
+        CREATE TABLE groups (
+            sk INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            last_used_ms INTEGER NOT NULL,
+            generation INTEGER NOT NULL,
+            PRIMARY KEY (sk, name)
+        );
+        CREATE TABLE group_partitions (
+            sk INTEGER NOT NULL,
+            grp TEXT NOT NULL,
+            partition INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            committed INTEGER,
+            owner TEXT,
+            epoch INTEGER NOT NULL,
+            PRIMARY KEY (sk, grp, partition)
+        );
+        CREATE TABLE instances (
+            sk INTEGER NOT NULL,
+            grp TEXT NOT NULL,
+            name TEXT NOT NULL,
+            timeout_ms INTEGER NOT NULL,
+            commit_on_get INTEGER NOT NULL,
+            last_seen_ms INTEGER NOT NULL,
+            PRIMARY KEY (sk, grp, name)
+        );
+        """,
+    ),
+]
+
+
+class Store:
+    """Owns the SQLite connection. Use `with store.transaction() as db:` for every request."""
+
+    def __init__(self, path: str = ":memory:", fsync: bool = False) -> None:
+        self.path = path
+        self.persistent = path != ":memory:"
+        if self.persistent:
+            parent = os.path.dirname(os.path.abspath(path))
+            os.makedirs(parent, exist_ok=True)
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._lock = threading.RLock()
+        self._conn.execute("PRAGMA foreign_keys=OFF")
+        if self.persistent:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied INTEGER NOT NULL)"
+            )
+            done = {row[0] for row in self._conn.execute("SELECT name FROM migrations")}
+            for name, sql in MIGRATIONS:
+                if name in done:
+                    continue
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in sql.split(";"):
+                        if statement.strip():
+                            self._conn.execute(statement)
+                    self._conn.execute("INSERT INTO migrations VALUES (?, 1)", (name,))
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def meta_secret(self, key: str, make: bytes) -> bytes:
+        """Return the stored secret `key`, storing `make` first if there is none."""
+        with self.transaction() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            if row:
+                return bytes(row[0])
+            db.execute("INSERT INTO meta VALUES (?, ?)", (key, make))
+            return make
+
+    def wipe(self) -> None:
+        """Delete every stream, message and group (the admin reset endpoint)."""
+        with self.transaction() as db:
+            for table in ("streams", "partitions", "messages", "groups", "group_partitions", "instances"):
+                db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

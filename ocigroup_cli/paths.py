@@ -1,0 +1,15 @@
+"""Where ocigroup keeps its files (XDG base directories, overridable by environment)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def state_dir() -> Path:
+    """Emulator data, reset records, crash logs: $OCIGROUP_STATE_DIR, else $XDG_STATE_HOME/ocigroup."""
+    explicit = os.environ.get("OCIGROUP_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "ocigroup"
