@@ -134,7 +134,9 @@ class EmulatorServer:
         return self.config.host in LOOPBACK or self.config.host.startswith("127.")
 
     def start(self) -> EmulatorServer:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="emulator", daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="emulator", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -1,0 +1,218 @@
+"""Signature verification: every bad case is a 401 that changes nothing; every good case passes."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import json
+from email.utils import formatdate
+from urllib.parse import urlsplit
+
+import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding
+
+from ocigroup_cli.core.clock import SystemClock
+from tests.conftest import make_key
+
+CREATE = {"name": "s", "partitions": 1, "compartmentId": "ocid1.compartment.oc1..test"}
+TENANCY_USER = "ocid1.tenancy.oc1..aaaaaaaatesttenancy/ocid1.user.oc1..aaaaaaaatestuser"
+
+
+class Raw:
+    def __init__(self, url: str, key) -> None:
+        self.host = urlsplit(url).netloc
+        self.key = key
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        *,
+        signed: list[str] | None = None,
+        date_offset_s: float = 0.0,
+        key=None,
+        key_id: str | None = None,
+        extra: list[tuple[str, str]] = (),
+        tamper=None,
+        params: dict[str, str] | None = None,
+    ):
+        key = key or self.key
+        now_s = SystemClock().time_ms() / 1000 + date_offset_s
+        headers = {
+            "date": formatdate(now_s, usegmt=True),
+            "host": self.host,
+            "content-type": "application/json",
+        }
+        if method in ("POST", "PUT"):
+            headers["content-length"] = str(len(body))
+            headers["x-content-sha256"] = base64.b64encode(hashlib.sha256(body).digest()).decode()
+        if signed is None:
+            signed = ["date", "(request-target)", "host"]
+            if method in ("POST", "PUT"):
+                signed += ["content-length", "content-type", "x-content-sha256"]
+        lines = [
+            f"(request-target): {method.lower()} {path}" if n == "(request-target)" else f"{n}: {headers[n]}"
+            for n in signed
+        ]
+        signature = base64.b64encode(
+            key.key.sign("\n".join(lines).encode(), padding.PKCS1v15(), hashes.SHA256())
+        ).decode()
+        params = {
+            "version": "1",
+            "keyId": key_id or f"{TENANCY_USER}/{key.fingerprint}",
+            "algorithm": "rsa-sha256",
+            "headers": " ".join(signed),
+            "signature": signature,
+            **(params or {}),
+        }
+        headers["authorization"] = "Signature " + ",".join(f'{k}="{v}"' for k, v in params.items() if v is not None)
+        wire = list(headers.items()) + list(extra)
+        if tamper:
+            method, path, wire, body = tamper(method, path, wire, body)
+        conn = http.client.HTTPConnection(self.host, timeout=10)
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in wire:
+            conn.putheader(name, value)
+        conn.endheaders(body or None)
+        resp = conn.getresponse()
+        out = resp.status, json.loads(resp.read() or b"null"), resp.headers
+        conn.close()
+        return out
+
+
+@pytest.fixture
+def raw(emulator, api_key):
+    return Raw(emulator.url, api_key)
+
+
+def create(raw: Raw, **kw):
+    return raw.request("POST", "/20180418/streams", json.dumps(CREATE).encode(), **kw)
+
+
+def stream_count(raw: Raw) -> int:
+    status, body, _ = raw.request("GET", "/20180418/streams?compartmentId=ocid1.compartment.oc1..test&limit=50")
+    assert status == 200
+    return len(body)
+
+
+def test_good_signatures_pass(raw):
+    assert create(raw)[0] == 200
+    assert raw.request("GET", "/20180418/streams?compartmentId=x")[0] == 200
+
+
+def test_header_name_case_is_ignored(raw):
+    def upper(method, path, wire, body):
+        return method, path, [(n.upper() if n != "authorization" else "Authorization", v) for n, v in wire], body
+
+    assert create(raw, tamper=upper)[0] == 200
+
+
+def test_date_window_is_five_minutes_both_ways(raw):
+    assert create(raw, date_offset_s=299)[0] == 200
+    assert create(raw, date_offset_s=-299)[0] == 200
+    for off in (301, -301):
+        status, body, _ = create(raw, date_offset_s=off)
+        assert (status, body["code"]) == (401, "NotAuthenticated")
+
+
+def _drop_header(name):
+    def tamper(method, path, wire, body):
+        return method, path, [(n, v) for n, v in wire if n != name], body
+
+    return tamper
+
+
+def _replace_body(method, path, wire, body):
+    return method, path, wire, body.replace(b'"s"', b'"t"')
+
+
+def _change_path(method, path, wire, body):
+    return method, path + "x", wire, body
+
+
+def _duplicate_date(method, path, wire, body):
+    return method, path, [*wire, ("date", formatdate(usegmt=True))], body
+
+
+def _bad_length(method, path, wire, body):
+    return method, path, [(n, str(int(v) + 1) if n == "content-length" else v) for n, v in wire], body + b" "
+
+
+BAD_CASES = {
+    "unsigned": {"tamper": _drop_header("authorization")},
+    "wrong-scheme": {"tamper": lambda m, p, w, b: (m, p, [(n, v.replace("Signature ", "Bearer ")) for n, v in w], b)},
+    "missing-signature-field": {"params": {"signature": None}},
+    "version-2": {"params": {"version": "2"}},
+    "algorithm-hmac": {"params": {"algorithm": "hmac-sha256"}},
+    "malformed-key-id": {"key_id": "just-a-fingerprint"},
+    "security-token-key-id": {"key_id": "ST$token"},
+    "date-not-signed": {"signed": ["(request-target)", "host", "content-length", "content-type", "x-content-sha256"]},
+    "sha-not-signed": {"signed": ["date", "(request-target)", "host", "content-length", "content-type"]},
+    "host-not-signed": {
+        "signed": ["date", "(request-target)", "content-length", "content-type", "x-content-sha256"]
+    },
+    "signed-header-missing": {"tamper": _drop_header("x-content-sha256")},
+    "body-changed": {"tamper": _replace_body},
+    "path-changed": {"tamper": _change_path},
+    "duplicated-date": {"tamper": _duplicate_date},
+    "length-mismatch": {"tamper": _bad_length},
+}
+
+
+@pytest.mark.parametrize("case", BAD_CASES, ids=list(BAD_CASES))
+def test_bad_signatures_are_refused_and_change_nothing(raw, case):
+    before = stream_count(raw)
+    status, body, headers = create(raw, **BAD_CASES[case])
+    assert (status, body["code"]) == (401, "NotAuthenticated"), body
+    assert headers["opc-request-id"]
+    assert stream_count(raw) == before
+
+
+def test_unknown_key_and_other_key(raw, tmp_path):
+    stranger = make_key(tmp_path)
+    status, body, _ = create(raw, key=stranger)
+    assert status == 401 and "fingerprint" in body["message"]
+    # signed by another key while claiming the trusted key's fingerprint
+    status, _, _ = create(raw, key=stranger, key_id=f"{TENANCY_USER}/{raw.key.fingerprint}")
+    assert status == 401
+
+
+def test_query_string_is_covered(raw):
+    _, stream, _ = create(raw)
+    sid = stream["id"]
+    status, cursor, _ = raw.request(
+        "POST", f"/20180418/streams/{sid}/cursors", json.dumps({"partition": "0", "type": "TRIM_HORIZON"}).encode()
+    )
+    assert status == 200
+    path = f"/20180418/streams/{sid}/messages?cursor={cursor['value']}&limit=5"
+    assert raw.request("GET", path)[0] == 200
+
+    def other_limit(method, p, wire, body):
+        return method, p.replace("limit=5", "limit=6"), wire, body
+
+    assert raw.request("GET", path, tamper=other_limit)[0] == 401
+
+
+def test_put_messages_is_signed_without_body_headers(raw):
+    _, stream, _ = create(raw)
+    body = json.dumps({"messages": [{"value": base64.b64encode(b"x").decode()}]}).encode()
+    path = f"/20180418/streams/{stream['id']}/messages"
+    assert raw.request("POST", path, body, signed=["date", "(request-target)", "host"])[0] == 200
+    # other POSTs must sign the body headers
+    assert create(raw, signed=["date", "(request-target)", "host"])[0] == 401
+
+
+def test_no_auth_mode_accepts_unsigned(api_key, clock):
+    from tests.conftest import start_server
+
+    server = start_server(api_key, clock, auth=False)
+    try:
+        status, _, _ = Raw(server.url, api_key).request(
+            "POST", "/20180418/streams", json.dumps(CREATE).encode(), tamper=_drop_header("authorization")
+        )
+        assert status == 200
+    finally:
+        server.stop()
