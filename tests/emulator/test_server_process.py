@@ -1,0 +1,162 @@
+"""The emulator as a separate process: `ocigroup emulator serve`, kill -9 durability, test-mode clock."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import oci
+import pytest
+
+from tests.conftest import ApiKey, b64
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(tmp_path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    public = tmp_path / "trusted.pem"
+    public.write_bytes(key.public_pem)
+    log = (tmp_path / f"emulator-{port}.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ocigroup_cli", "emulator", "serve", "--port", str(port),
+         "--trusted-key", str(public), *extra],
+        stdout=subprocess.DEVNULL, stderr=log, text=True,
+    )
+    log.close()
+    proc.log_path = log.name
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/_emulator/health", timeout=1).read()
+            return proc, url
+        except OSError:
+            if proc.poll() is not None:
+                raise AssertionError(Path(proc.log_path).read_text()) from None
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("emulator did not start")
+
+
+def clients(url: str, key: ApiKey):
+    none = oci.retry.NoneRetryStrategy()
+    admin = oci.streaming.StreamAdminClient(
+        key.config(), service_endpoint=url, retry_strategy=none,
+        circuit_breaker_strategy=oci.circuit_breaker.NoCircuitBreakerStrategy(),
+    )
+    return admin, oci.streaming.StreamClient(key.config(), service_endpoint=url, retry_strategy=none)
+
+
+def test_kill_minus_nine_loses_nothing_acknowledged(tmp_path, api_key):
+    data = str(tmp_path / "emu.db")
+    proc, url = serve(tmp_path, api_key, "--data", data)
+    m = oci.streaming.models
+    try:
+        admin, client = clients(url, api_key)
+        sid = admin.create_stream(m.CreateStreamDetails(name="d", partitions=2, compartment_id="ocid1.c..x")).data.id
+        acked = []
+        for batch in range(20):
+            entries = [m.PutMessagesDetailsEntry(key=b64(f"k{i}"), value=b64(f"{batch}-{i}")) for i in range(50)]
+            result = client.put_messages(sid, m.PutMessagesDetails(messages=entries)).data
+            acked += [(e.partition, e.offset) for e in result.entries]
+        cursor = client.create_group_cursor(
+            sid, m.CreateGroupCursorDetails(group_name="g", instance_name="a", type="TRIM_HORIZON", commit_on_get=False)
+        ).data.value
+        resp = client.get_messages(sid, cursor, limit=100)
+        client.consumer_commit(sid, resp.headers["opc-next-cursor"])
+        committed = {r.partition: r.committed_offset for r in client.get_group(sid, "g").data.reservations}
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    proc, url2 = serve(tmp_path, api_key, "--data", data)
+    try:
+        admin, client = clients(url2, api_key)
+        seen = []
+        for p in ("0", "1"):
+            cur = client.create_cursor(sid, m.CreateCursorDetails(partition=p, type="TRIM_HORIZON")).data.value
+            while True:
+                resp = client.get_messages(sid, cur, limit=1000)
+                if not resp.data:
+                    break
+                seen += [(msg.partition, msg.offset) for msg in resp.data]
+                cur = resp.headers["opc-next-cursor"]
+        assert sorted(seen) == sorted(acked)
+        after = {r.partition: r.committed_offset for r in client.get_group(sid, "g").data.reservations}
+        assert after == committed
+        # and it continues where it stopped: new offsets are above the old ones
+        more = client.put_messages(sid, m.PutMessagesDetails(messages=[m.PutMessagesDetailsEntry(key=b64("k0"),
+                                   value=b64("z"))])).data.entries[0]
+        assert more.offset > max(o for p, o in acked if p == more.partition)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+    out = Path(proc.log_path).read_text()
+    assert proc.returncode == 0
+    assert "local emulator of OCI Streaming" in out
+
+
+def test_test_mode_clock_endpoint(tmp_path, api_key):
+    proc, url = serve(tmp_path, api_key, "--data", ":memory:", "--test-mode")
+    try:
+        def post(path, body):
+            req = urllib.request.Request(url + path, json.dumps(body).encode(), method="POST")
+            return json.loads(urllib.request.urlopen(req).read())
+
+        start = post("/_emulator/clock", {})["nowMs"]
+        assert post("/_emulator/clock", {"advanceMs": 31_000})["nowMs"] == start + 31_000
+        assert post("/_emulator/reset", {}) == {"reset": True}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_admin_endpoints_are_off_outside_test_mode(emulator):
+    req = urllib.request.Request(emulator.url + "/_emulator/reset", b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(req)
+    assert info.value.code == 404
+
+
+def test_serve_rejects_bad_options_with_one_line(tmp_path):
+    for args, needle in (
+        (["--faults", "500=0.1"], "--faults"),
+        (["--trusted-key", str(tmp_path / "missing.pem")], "--trusted-key"),
+        (["--port", "70000"], "--port"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ocigroup_cli", "emulator", "serve", *args],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_value_survives_round_trip_through_process(tmp_path, api_key):
+    proc, url = serve(tmp_path, api_key, "--data", ":memory:", "--dense-offsets")
+    try:
+        admin, client = clients(url, api_key)
+        m = oci.streaming.models
+        sid = admin.create_stream(m.CreateStreamDetails(name="r", partitions=1, compartment_id="ocid1.c..x")).data.id
+        payload = bytes(range(256))
+        client.put_messages(sid, m.PutMessagesDetails(messages=[m.PutMessagesDetailsEntry(value=b64(payload))]))
+        cur = client.create_cursor(sid, m.CreateCursorDetails(partition="0", type="TRIM_HORIZON")).data.value
+        msg = client.get_messages(sid, cur).data[0]
+        assert base64.b64decode(msg.value) == payload and msg.offset == 0
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        proc.wait(timeout=10)
+    assert proc.returncode == 0
