@@ -176,6 +176,7 @@ def test_wire_format_of_get_messages(sdk):
         urllib.request.urlopen(req)
     except urllib.error.HTTPError as err:
         body = json.loads(err.read())
+        err.close()
         assert err.code == 401 and body["code"] == "NotAuthenticated" and body["message"]
         assert err.headers["opc-request-id"]
     stamp = resp.data[0].timestamp

@@ -129,6 +129,7 @@ def test_admin_endpoints_are_off_outside_test_mode(emulator):
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(req)
     assert info.value.code == 404
+    info.value.close()
 
 
 def test_serve_rejects_bad_options_with_one_line(tmp_path):
