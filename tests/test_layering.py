@@ -1,0 +1,76 @@
+"""Dependencies point one way (see README, Design): this test parses every import and checks the arrows."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "ocigroup_cli"
+
+# room -> project rooms it must never import
+FORBIDDEN = {
+    "core": {"client", "ops", "commands", "emulator", "export", "app", "console", "errors", "paths"},
+    "emulator": {"client", "ops", "commands", "export", "app", "console", "errors", "paths"},
+    "client": {"ops", "commands", "emulator", "export", "app", "console"},
+    "ops": {"commands", "emulator", "export", "app", "console"},
+    "export": {"ops", "commands", "emulator", "app", "console"},
+}
+# third-party packages allowed only in these rooms
+THIRD_PARTY = {
+    "typer": {"app", "commands", "console"},
+    "rich": {"app", "commands", "console"},
+    "pyspark": {"export"},
+    "oci": {"client", "export"},
+}
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def room(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def test_arrows_point_one_way():
+    problems = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = room(path)
+        for name in imports(path):
+            parts = name.split(".")
+            if parts[0] == "ocigroup_cli" and len(parts) > 1 and parts[1] in FORBIDDEN.get(here, set()):
+                problems.append(f"{path.relative_to(PACKAGE)} ({here}) imports {name}")
+            allowed = THIRD_PARTY.get(parts[0])
+            if allowed is not None and here not in allowed:
+                problems.append(f"{path.relative_to(PACKAGE)} ({here}) imports third-party {parts[0]}")
+    assert not problems, "\n".join(problems)
+
+
+def test_core_uses_only_the_standard_library():
+    import sys
+
+    for path in (PACKAGE / "core").rglob("*.py"):
+        for name in imports(path):
+            top = name.split(".")[0]
+            assert top in sys.stdlib_module_names or top in ("__future__", "ocigroup_cli"), f"{path.name}: {name}"
+
+
+def test_help_does_not_import_oci_or_pyspark():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from ocigroup_cli.app import run; run(['--help']); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('oci', 'pyspark', 'pyarrow')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert out.strip().splitlines()[-1] == "[]"
