@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

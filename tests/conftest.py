@@ -66,9 +66,7 @@ def make_key(directory) -> ApiKey:
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    public = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     path = directory / "key.pem"
     path.write_bytes(private)
     path.chmod(0o600)
@@ -110,7 +108,10 @@ class Sdk:
 
     def stream(self, partitions: int = 1, retention: int = 24, name: str = "orders") -> str:
         details = self.models.CreateStreamDetails(
-            name=name, partitions=partitions, compartment_id="ocid1.compartment.oc1..test", retention_in_hours=retention
+            name=name,
+            partitions=partitions,
+            compartment_id="ocid1.compartment.oc1..test",
+            retention_in_hours=retention,
         )
         return self.admin.create_stream(details).data.id
 
@@ -134,9 +135,7 @@ class Sdk:
         return resp.data, resp.headers["opc-next-cursor"]
 
     def group(self, stream_id, group):
-        return {
-            int(r.partition): r for r in self.client.get_group(stream_id, group).data.reservations
-        }
+        return {int(r.partition): r for r in self.client.get_group(stream_id, group).data.reservations}
 
 
 def start_server(key: ApiKey, clock, **config) -> EmulatorServer:

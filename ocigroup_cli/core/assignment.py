@@ -21,7 +21,7 @@ def assign(
     """Return the new owner of every partition (None when no instance is live)."""
     members = sorted(set(live_instances))
     if not members:
-        return {p: None for p in partitions}
+        return dict.fromkeys(partitions)
 
     owned: dict[str, list[int]] = {m: [] for m in members}
     unowned: list[int] = []

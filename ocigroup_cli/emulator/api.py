@@ -57,7 +57,7 @@ def _json_body(body: bytes) -> Any:
         raise ServiceError(400, "CannotParseRequest", f"The request body is not valid JSON: {exc}") from None
 
 
-def _messages_json(result: Messages) -> bytes:
+def messages_json(result: Messages) -> bytes:
     """Serialise GetMessages rows directly: keys and values are stored as validated base64 text."""
     stream = json.dumps(result.stream_name)
     parts = []
@@ -88,9 +88,12 @@ class Api:
             response = Response(
                 exc.status, json.dumps({"code": exc.code, "message": exc.message}).encode(), dict(exc.headers)
             )
-        except Exception:  # noqa: BLE001 - the server must answer, never die
+        except Exception:
             log.exception("internal error handling %s %s", method, target.split("?")[0])
-            body_out = {"code": "InternalServerError", "message": "Internal error in the emulator (see its log)."}
+            body_out = {
+                "code": "InternalServerError",
+                "message": "Internal error in the emulator (see its log).",
+            }
             response = Response(500, json.dumps(body_out).encode())
         response.headers.setdefault("content-type", "application/json")
         response.headers["opc-request-id"] = request_id
@@ -145,7 +148,7 @@ class Api:
             return self._json(b.put_messages(stream_id, _json_body(body)))
         if route == ("GET", "messages"):
             result = b.get_messages(stream_id, self._cursor(query), self._limit(query))
-            return Response(200, _messages_json(result), {"opc-next-cursor": result.next_cursor})
+            return Response(200, messages_json(result), {"opc-next-cursor": result.next_cursor})
         if route == ("POST", "cursors"):
             return self._json(b.create_cursor(stream_id, _json_body(body)))
         if route == ("POST", "groupCursors"):

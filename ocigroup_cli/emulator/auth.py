@@ -104,7 +104,9 @@ class Verifier:
             raise not_authenticated("The keyId must look like <tenancy OCID>/<user OCID>/<key fingerprint>.")
         key = self.keys.get(parts[2].lower())
         if key is None:
-            raise not_authenticated(f"No trusted key has fingerprint {parts[2]}; start the emulator with --trusted-key.")
+            raise not_authenticated(
+                f"No trusted key has fingerprint {parts[2]}; start the emulator with --trusted-key."
+            )
         return key
 
     @staticmethod

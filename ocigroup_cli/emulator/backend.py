@@ -105,9 +105,16 @@ class Backend(Streams):
             for p, idx in sorted(by_partition.items()):
                 log.purge_expired(db, stream.sk, p, cutoff)
                 entries = [(parsed[i][1], parsed[i][2], parsed[i][3]) for i in idx]
-                for i, done in zip(idx, log.append(db, stream.sk, stream_id, p, entries, now, self.options.dense_offsets),
-                                   strict=True):
-                    results[i] = {"partition": str(p), "offset": done.offset, "timestamp": ms_to_rfc3339(done.ts_ms)}
+                for i, done in zip(
+                    idx,
+                    log.append(db, stream.sk, stream_id, p, entries, now, self.options.dense_offsets),
+                    strict=True,
+                ):
+                    results[i] = {
+                        "partition": str(p),
+                        "offset": done.offset,
+                        "timestamp": ms_to_rfc3339(done.ts_ms),
+                    }
         return {"failures": 0, "entries": results}
 
     def create_cursor(self, stream_id: str, body: Any) -> dict[str, str]:
@@ -149,8 +156,8 @@ class Backend(Streams):
             if isinstance(cursor, PartitionCursor):
                 self._check_read_rate(stream_id, "", [cursor.partition], now)
                 rows = list(log.read(db, stream.sk, cursor.partition, cursor.offset, cutoff, max_count, budget))
-                nxt = rows[-1].offset + 1 if rows else cursor.offset
-                token = self.cursors.encode(replace(cursor, offset=nxt, issued_ms=now))
+                next_offset = rows[-1].offset + 1 if rows else cursor.offset
+                token = self.cursors.encode(replace(cursor, offset=next_offset, issued_ms=now))
                 return Messages(stream.name, rows, token)
             slots = self._join(db, stream, cursor, now)
             if cursor.commit_on_get:
@@ -173,8 +180,15 @@ class Backend(Streams):
                     delivered[p] = (slots[p].epoch, got[-1].offset)
                     rows.extend(got)
         nxt = GroupCursor(
-            stream_id, cursor.group, cursor.instance, cursor.commit_on_get, cursor.timeout_ms, now,
-            positions, delivered, cursor.turn + 1,
+            stream_id,
+            cursor.group,
+            cursor.instance,
+            cursor.commit_on_get,
+            cursor.timeout_ms,
+            now,
+            positions,
+            delivered,
+            cursor.turn + 1,
         )
         return Messages(stream.name, rows, self.cursors.encode(nxt))
 

@@ -63,7 +63,13 @@ def touch_group(db: sqlite3.Connection, sk: int, group: str, now_ms: int) -> Non
 
 
 def touch_instance(
-    db: sqlite3.Connection, sk: int, group: str, instance: str, timeout_ms: int, commit_on_get: bool, now_ms: int
+    db: sqlite3.Connection,
+    sk: int,
+    group: str,
+    instance: str,
+    timeout_ms: int,
+    commit_on_get: bool,
+    now_ms: int,
 ) -> None:
     """Record activity by an instance (joining, or rejoining after its reservations lapsed)."""
     db.execute(
@@ -95,9 +101,7 @@ def rebalance(db: sqlite3.Connection, sk: int, group: str, now_ms: int) -> dict[
     generation = None
     if changed:
         db.execute("UPDATE groups SET generation = generation + 1 WHERE sk = ? AND name = ?", (sk, group))
-        generation = db.execute(
-            "SELECT generation FROM groups WHERE sk = ? AND name = ?", (sk, group)
-        ).fetchone()[0]
+        generation = db.execute("SELECT generation FROM groups WHERE sk = ? AND name = ?", (sk, group)).fetchone()[0]
         db.executemany(
             "UPDATE group_partitions SET owner = ?, epoch = ? WHERE sk = ? AND grp = ? AND partition = ?",
             [(wanted[p], generation, sk, group, p) for p in changed],

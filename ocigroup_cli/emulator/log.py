@@ -92,9 +92,7 @@ def oldest_retained(db: sqlite3.Connection, sk: int, partition: int, cutoff_ms: 
     return None if row[0] is None else int(row[0])
 
 
-def first_offset_at_or_after(
-    db: sqlite3.Connection, sk: int, partition: int, time_ms: int, cutoff_ms: int
-) -> int:
+def first_offset_at_or_after(db: sqlite3.Connection, sk: int, partition: int, time_ms: int, cutoff_ms: int) -> int:
     """The position AT_TIME resolves to: the first retained message with timestamp >= time, else the end."""
     row = db.execute(
         "SELECT MIN(offset) FROM messages WHERE sk = ? AND partition = ? AND ts_ms >= ?",

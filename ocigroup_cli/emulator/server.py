@@ -45,7 +45,7 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - signature from the base class
+    def log_message(self, format: str, *args: object) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
 
     def _serve(self) -> None:
@@ -67,8 +67,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if fault is Fault.THROTTLE:
-            self._send(Response(429, b'{"code":"TooManyRequests","message":"Injected throttling."}',
-                                {"retry-after": "1"}))
+            self._send(
+                Response(429, b'{"code":"TooManyRequests","message":"Injected throttling."}', {"retry-after": "1"})
+            )
             return
         if fault is Fault.UNAVAILABLE:
             self._send(Response(503, b'{"code":"ServiceUnavailable","message":"Injected outage."}'))

@@ -141,7 +141,7 @@ class Store:
         """Delete every stream, message and group (the admin reset endpoint)."""
         with self.transaction() as db:
             for table in ("streams", "partitions", "messages", "groups", "group_partitions", "instances"):
-                db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+                db.execute(f"DELETE FROM {table}")
 
     def close(self) -> None:
         with self._lock:

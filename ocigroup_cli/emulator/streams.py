@@ -96,8 +96,14 @@ class Streams:
                 "INSERT INTO streams (id, name, compartment_id, pool_id, partitions, retention_hours, state,"
                 " created_ms, deleted_ms, tags) VALUES (?, ?, ?, ?, ?, ?, 'ACTIVE', ?, NULL, ?)",
                 (
-                    stream_id, name, compartment or "ocid1.compartment.oc1..emulator", pool or self.default_pool,
-                    partitions, retention, now, json.dumps(tags),
+                    stream_id,
+                    name,
+                    compartment or "ocid1.compartment.oc1..emulator",
+                    pool or self.default_pool,
+                    partitions,
+                    retention,
+                    now,
+                    json.dumps(tags),
                 ),
             )
             db.executemany(
@@ -121,10 +127,13 @@ class Streams:
             if row is None or row.state == "DELETED":
                 raise not_found()
             for table in ("partitions", "messages"):
-                db.execute(f"DELETE FROM {table} WHERE sk = ?", (row.sk,))  # noqa: S608 - fixed names
+                db.execute(f"DELETE FROM {table} WHERE sk = ?", (row.sk,))
             for table in ("groups", "group_partitions", "instances"):
-                db.execute(f"DELETE FROM {table} WHERE sk = ?", (row.sk,))  # noqa: S608 - fixed names
-            db.execute("UPDATE streams SET state = 'DELETED', deleted_ms = ? WHERE sk = ?", (self.clock.time_ms(), row.sk))
+                db.execute(f"DELETE FROM {table} WHERE sk = ?", (row.sk,))
+            db.execute(
+                "UPDATE streams SET state = 'DELETED', deleted_ms = ? WHERE sk = ?",
+                (self.clock.time_ms(), row.sk),
+            )
 
     def list_streams(self, query: dict[str, str]) -> tuple[list[dict[str, Any]], str | None]:
         compartment, pool = query.get("compartmentId"), query.get("streamPoolId")
@@ -146,7 +155,8 @@ class Streams:
         with self.store.transaction() as db:
             rows = [self._row(db, r[0]) for r in db.execute("SELECT id FROM streams")]
         found = [
-            r for r in rows
+            r
+            for r in rows
             if r is not None
             and (compartment is None or r.compartment_id == compartment)
             and (pool is None or r.pool_id == pool)
@@ -154,7 +164,10 @@ class Streams:
             and query.get("id", r.id) == r.id
             and query.get("name", r.name) == r.name
         ]
-        found.sort(key=lambda r: (r.name, r.sk) if sort_by == "NAME" else (r.created_ms, r.sk), reverse=order == "DESC")
+        found.sort(
+            key=lambda r: (r.name, r.sk) if sort_by == "NAME" else (r.created_ms, r.sk),
+            reverse=order == "DESC",
+        )
         page = found[start : start + limit]
         next_page = str(start + limit) if start + limit < len(found) else None
         return [self._json(r, summary=True) for r in page], next_page

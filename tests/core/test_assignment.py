@@ -58,8 +58,7 @@ names = st.text(min_size=1, max_size=12)
 def test_invariants(p, members, prev_members, data):
     partitions = list(range(p))
     previous = {
-        q: data.draw(st.one_of(st.none(), st.sampled_from(prev_members))) if prev_members else None
-        for q in partitions
+        q: data.draw(st.one_of(st.none(), st.sampled_from(prev_members))) if prev_members else None for q in partitions
     }
     result = assign(partitions, members, previous)
     assert set(result) == set(partitions)

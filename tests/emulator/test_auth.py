@@ -105,7 +105,12 @@ def test_good_signatures_pass(raw):
 
 def test_header_name_case_is_ignored(raw):
     def upper(method, path, wire, body):
-        return method, path, [(n.upper() if n != "authorization" else "Authorization", v) for n, v in wire], body
+        return (
+            method,
+            path,
+            [(n.upper() if n != "authorization" else "Authorization", v) for n, v in wire],
+            body,
+        )
 
     assert create(raw, tamper=upper)[0] == 200
 
@@ -151,9 +156,7 @@ BAD_CASES = {
     "security-token-key-id": {"key_id": "ST$token"},
     "date-not-signed": {"signed": ["(request-target)", "host", "content-length", "content-type", "x-content-sha256"]},
     "sha-not-signed": {"signed": ["date", "(request-target)", "host", "content-length", "content-type"]},
-    "host-not-signed": {
-        "signed": ["date", "(request-target)", "content-length", "content-type", "x-content-sha256"]
-    },
+    "host-not-signed": {"signed": ["date", "(request-target)", "content-length", "content-type", "x-content-sha256"]},
     "signed-header-missing": {"tamper": _drop_header("x-content-sha256")},
     "body-changed": {"tamper": _replace_body},
     "path-changed": {"tamper": _change_path},
@@ -184,7 +187,9 @@ def test_query_string_is_covered(raw):
     _, stream, _ = create(raw)
     sid = stream["id"]
     status, cursor, _ = raw.request(
-        "POST", f"/20180418/streams/{sid}/cursors", json.dumps({"partition": "0", "type": "TRIM_HORIZON"}).encode()
+        "POST",
+        f"/20180418/streams/{sid}/cursors",
+        json.dumps({"partition": "0", "type": "TRIM_HORIZON"}).encode(),
     )
     assert status == 200
     path = f"/20180418/streams/{sid}/messages?cursor={cursor['value']}&limit=5"

@@ -28,14 +28,37 @@ def test_official_oci_cli_drives_groups(sdk, api_key, tmp_path):
 
     def oci(*args: str) -> dict:
         proc = subprocess.run(
-            [OCI, "--config-file", str(config), "--endpoint", sdk.url, "--no-retry", "streaming", "stream", *args],
-            capture_output=True, text=True, timeout=60, env=env,
+            [
+                OCI,
+                "--config-file",
+                str(config),
+                "--endpoint",
+                sdk.url,
+                "--no-retry",
+                "streaming",
+                "stream",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
         )
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout) if proc.stdout.strip() else {}
 
-    cursor = oci("cursor", "create-group-cursor", "--stream-id", sid, "--group-name", "g",
-                 "--instance-name", "cli", "--type", "TRIM_HORIZON")["data"]["value"]
+    cursor = oci(
+        "cursor",
+        "create-group-cursor",
+        "--stream-id",
+        sid,
+        "--group-name",
+        "g",
+        "--instance-name",
+        "cli",
+        "--type",
+        "TRIM_HORIZON",
+    )["data"]["value"]
     got = oci("message", "get", "--stream-id", sid, "--cursor", cursor, "--limit", "100")
     assert sorted(m["value"] for m in got["data"]) == sorted(b64(f"v{i}") for i in range(10))
     assert got["opc-next-cursor"]

@@ -31,9 +31,21 @@ def serve(tmp_path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:
     public.write_bytes(key.public_pem)
     log = (tmp_path / f"emulator-{port}.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ocigroup_cli", "emulator", "serve", "--port", str(port),
-         "--trusted-key", str(public), *extra],
-        stdout=subprocess.DEVNULL, stderr=log, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ocigroup_cli",
+            "emulator",
+            "serve",
+            "--port",
+            str(port),
+            "--trusted-key",
+            str(public),
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        text=True,
     )
     log.close()
     proc.log_path = log.name
@@ -54,7 +66,9 @@ def serve(tmp_path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:
 def clients(url: str, key: ApiKey):
     none = oci.retry.NoneRetryStrategy()
     admin = oci.streaming.StreamAdminClient(
-        key.config(), service_endpoint=url, retry_strategy=none,
+        key.config(),
+        service_endpoint=url,
+        retry_strategy=none,
         circuit_breaker_strategy=oci.circuit_breaker.NoCircuitBreakerStrategy(),
     )
     return admin, oci.streaming.StreamClient(key.config(), service_endpoint=url, retry_strategy=none)
@@ -73,7 +87,8 @@ def test_kill_minus_nine_loses_nothing_acknowledged(tmp_path, api_key):
             result = client.put_messages(sid, m.PutMessagesDetails(messages=entries)).data
             acked += [(e.partition, e.offset) for e in result.entries]
         cursor = client.create_group_cursor(
-            sid, m.CreateGroupCursorDetails(group_name="g", instance_name="a", type="TRIM_HORIZON", commit_on_get=False)
+            sid,
+            m.CreateGroupCursorDetails(group_name="g", instance_name="a", type="TRIM_HORIZON", commit_on_get=False),
         ).data.value
         resp = client.get_messages(sid, cursor, limit=100)
         client.consumer_commit(sid, resp.headers["opc-next-cursor"])
@@ -98,8 +113,9 @@ def test_kill_minus_nine_loses_nothing_acknowledged(tmp_path, api_key):
         after = {r.partition: r.committed_offset for r in client.get_group(sid, "g").data.reservations}
         assert after == committed
         # and it continues where it stopped: new offsets are above the old ones
-        more = client.put_messages(sid, m.PutMessagesDetails(messages=[m.PutMessagesDetailsEntry(key=b64("k0"),
-                                   value=b64("z"))])).data.entries[0]
+        more = client.put_messages(
+            sid, m.PutMessagesDetails(messages=[m.PutMessagesDetailsEntry(key=b64("k0"), value=b64("z"))])
+        ).data.entries[0]
         assert more.offset > max(o for p, o in acked if p == more.partition)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -112,6 +128,7 @@ def test_kill_minus_nine_loses_nothing_acknowledged(tmp_path, api_key):
 def test_test_mode_clock_endpoint(tmp_path, api_key):
     proc, url = serve(tmp_path, api_key, "--data", ":memory:", "--test-mode")
     try:
+
         def post(path, body):
             req = urllib.request.Request(url + path, json.dumps(body).encode(), method="POST")
             return json.loads(urllib.request.urlopen(req).read())
@@ -140,7 +157,9 @@ def test_serve_rejects_bad_options_with_one_line(tmp_path):
     ):
         proc = subprocess.run(
             [sys.executable, "-m", "ocigroup_cli", "emulator", "serve", *args],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         assert proc.returncode == 2, proc.stderr
         assert needle in proc.stderr and "Traceback" not in proc.stderr
