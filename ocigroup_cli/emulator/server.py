@@ -24,6 +24,10 @@ log = logging.getLogger("ocigroup.emulator")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK or host.startswith("127.")
+
+
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
@@ -132,7 +136,7 @@ class EmulatorServer:
 
     @property
     def loopback(self) -> bool:
-        return self.config.host in LOOPBACK or self.config.host.startswith("127.")
+        return is_loopback(self.config.host)
 
     def start(self) -> EmulatorServer:
         self._thread = threading.Thread(

@@ -1,0 +1,1 @@
+"""Use cases as plain typed functions returning data; no Typer, no Rich. Imports client/ and core/."""
