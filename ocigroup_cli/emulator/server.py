@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ocigroup_cli.core.clock import Clock, SystemClock, real_sleep
 from ocigroup_cli.emulator.api import Api, Response
-from ocigroup_cli.emulator.auth import Verifier
+from ocigroup_cli.emulator.auth import Verifier, load_public_key
 from ocigroup_cli.emulator.backend import Backend, Options
 from ocigroup_cli.emulator.faults import Fault, FaultPlan
 from ocigroup_cli.emulator.store import Store
@@ -35,7 +35,7 @@ class ServerConfig:
     data: str = ":memory:"
     auth: bool = True
     trusted_keys: tuple[bytes, ...] = ()
-    options: Options = Options()  # noqa: RUF009 - frozen dataclass default
+    options: Options = field(default_factory=Options)
     faults: FaultPlan | None = None
     test_mode: bool = False
     fsync: bool = False
@@ -109,12 +109,14 @@ class _HttpServer(ThreadingHTTPServer):
     faults: FaultPlan | None
 
 
+class _HttpServer6(_HttpServer):
+    address_family = socket.AF_INET6
+
+
 class EmulatorServer:
     """Bind, then `start()` in a thread (tests) or `serve_forever()` (the CLI); `url` is the endpoint."""
 
     def __init__(self, config: ServerConfig, clock: Clock | None = None) -> None:
-        from ocigroup_cli.emulator.auth import load_public_key
-
         self.config = config
         self.clock = clock or SystemClock()
         self.store = Store(config.data, fsync=config.fsync)
@@ -123,12 +125,11 @@ class EmulatorServer:
         if config.auth:
             # the date window is about the client's clock against real time, even when service time is manual
             verifier = Verifier([load_public_key(pem) for pem in config.trusted_keys], SystemClock().time_ms)
-        family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
-        _HttpServer.address_family = family
-        self.httpd = _HttpServer((config.host, config.port), _Handler)
+        ipv6 = ":" in config.host
+        self.httpd = (_HttpServer6 if ipv6 else _HttpServer)((config.host, config.port), _Handler)
         self.httpd.api = Api(self.backend, verifier, admin=config.test_mode)
         self.httpd.faults = config.faults if config.faults and config.faults.active else None
-        host = config.host if family == socket.AF_INET else f"[{config.host}]"
+        host = f"[{config.host}]" if ipv6 else config.host
         self.port = self.httpd.server_address[1]
         self.url = f"http://{host}:{self.port}"
         self.backend.endpoint = self.url

@@ -126,9 +126,7 @@ class Streams:
             row = self._row(db, stream_id)
             if row is None or row.state == "DELETED":
                 raise not_found()
-            for table in ("partitions", "messages"):
-                db.execute(f"DELETE FROM {table} WHERE sk = ?", (row.sk,))
-            for table in ("groups", "group_partitions", "instances"):
+            for table in ("partitions", "messages", "groups", "group_partitions", "instances"):
                 db.execute(f"DELETE FROM {table} WHERE sk = ?", (row.sk,))
             db.execute(
                 "UPDATE streams SET state = 'DELETED', deleted_ms = ? WHERE sk = ?",
