@@ -13,3 +13,9 @@ def state_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "ocigroup"
+
+
+def config_path() -> Path:
+    """The profile file when neither --config nor $OCIGROUP_CONFIG names one."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "ocigroup" / "config.yaml"

@@ -152,3 +152,29 @@ def emulator(api_key, clock):
 @pytest.fixture
 def sdk(emulator, api_key) -> Sdk:
     return Sdk(emulator, api_key)
+
+
+def write_config(directory, key: ApiKey, endpoint: str, name: str = "test", **extra) -> str:
+    """A profile file whose profile `name` signs with `key` and talks to `endpoint`."""
+    import yaml
+
+    profile = {
+        "endpoint": endpoint,
+        "auth": {
+            "method": "api_key",
+            "key_file": key.key_file,
+            "tenancy": "ocid1.tenancy.oc1..aaaaaaaatesttenancy",
+            "user": "ocid1.user.oc1..aaaaaaaatestuser",
+        },
+        "stream": {"name": "orders", "compartment": "ocid1.compartment.oc1..test"},
+        "deadline_s": 5,
+    }
+    for dotted, value in extra.items():
+        section, _, sub = dotted.partition("__")
+        if sub:
+            profile.setdefault(section, {})[sub] = value
+        else:
+            profile[section] = value
+    path = directory / "ocigroup.yaml"
+    path.write_text(yaml.safe_dump({"default": name, "profiles": {name: profile}}))
+    return str(path)

@@ -1,0 +1,144 @@
+"""Build a request signer from a profile: API key (inline or from an OCI config file), security token,
+instance or resource principal. The SDK is imported only for the last three."""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ocigroup_cli.client.signing import ApiKeySigner, SdkSigner, Signer
+from ocigroup_cli.config import Profile
+from ocigroup_cli.errors import ConfigError
+
+
+@dataclass
+class Credentials:
+    signer: Signer
+    region: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def permission_warning(path: Path) -> str | None:
+    """Like oci-cli: warn when a key file can be read by group or others (0600/0400 are fine)."""
+    try:
+        mode = path.resolve().stat().st_mode
+    except OSError:
+        return None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return f"{path} is readable by other users (mode {stat.S_IMODE(mode):o}); run: chmod 600 {path}"
+    return None
+
+
+def load_private_key(path_text: str, pass_phrase: str | None, what: str) -> Any:
+    from cryptography.hazmat.primitives import serialization
+
+    path = Path(path_text).expanduser()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path}: no such file.") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: cannot read it ({exc.strerror}).") from None
+    if b"PUBLIC KEY" in data and b"PRIVATE KEY" not in data:
+        raise ConfigError(f"{what} {path}: this is a public key; the private key is needed to sign requests.")
+    try:
+        return serialization.load_pem_private_key(data, password=pass_phrase.encode() if pass_phrase else None)
+    except TypeError:
+        raise ConfigError(
+            f"{what} {path}: the key is encrypted and no pass phrase was given.",
+            "name the variable holding it in auth.pass_phrase_env",
+        ) from None
+    except ValueError:
+        problem = "the pass phrase is wrong or " if pass_phrase else ""
+        raise ConfigError(f"{what} {path}: {problem}this is not a PEM private key.") from None
+
+
+def fingerprint_of(private_key: Any) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    der = private_key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    digest = hashlib.md5(der, usedforsecurity=False).hexdigest()
+    return ":".join(digest[i : i + 2] for i in range(0, 32, 2))
+
+
+def _api_key(
+    key_file: str, pass_phrase: str | None, tenancy: str, user: str, fingerprint: str | None, what: str
+) -> ApiKeySigner:
+    key = load_private_key(key_file, pass_phrase, what)
+    return ApiKeySigner(f"{tenancy}/{user}/{fingerprint or fingerprint_of(key)}", key)
+
+
+def _oci_config(profile: Profile) -> dict[str, str]:
+    path = Path(profile.get("auth.config_file")).expanduser()
+    section = profile.get("auth.config_profile")
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            parser.read_file(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"auth.config_file {path}: no such file.", "run 'oci setup config' or fix the path") from None
+    except (OSError, configparser.Error) as exc:
+        raise ConfigError(f"auth.config_file {path}: cannot read it ({exc}).") from None
+    if section != "DEFAULT" and not parser.has_section(section):
+        raise ConfigError(f"auth.config_file {path}: no profile [{section}] in it.")
+    values = dict(parser[section])
+    for key in ("user", "tenancy", "key_file"):
+        if key not in values and not (key == "user" and "security_token_file" in values):
+            raise ConfigError(f"auth.config_file {path} [{section}]: '{key}' is missing.")
+    return values
+
+
+def credentials(profile: Profile) -> Credentials:
+    method = profile.get("auth.method")
+    region = profile.get("region")
+    warnings: list[str] = []
+    if method == "api_key":
+        key_file = profile.require("auth.key_file", "auth.key_file in the profile")
+        pass_env = profile.get("auth.pass_phrase_env")
+        signer: Signer = _api_key(
+            key_file,
+            os.environ.get(pass_env) if pass_env else None,
+            profile.require("auth.tenancy", "auth.tenancy in the profile"),
+            profile.require("auth.user", "auth.user in the profile"),
+            profile.get("auth.fingerprint"),
+            "auth.key_file",
+        )
+        if warning := permission_warning(Path(key_file).expanduser()):
+            warnings.append(warning)
+        return Credentials(signer, region, warnings)
+    if method in ("oci_config", "security_token"):
+        values = _oci_config(profile)
+        if profile.sources["region"] == "default" and "region" in values:
+            region = values["region"]
+        if warning := permission_warning(Path(values["key_file"]).expanduser()):
+            warnings.append(warning)
+        if method == "oci_config":
+            signer = _api_key(
+                values["key_file"],
+                values.get("pass_phrase"),
+                values["tenancy"],
+                values["user"],
+                values.get("fingerprint"),
+                "key_file in the OCI config",
+            )
+            return Credentials(signer, region, warnings)
+        import oci
+
+        token_file = values.get("security_token_file")
+        if not token_file:
+            raise ConfigError(f"[{profile.get('auth.config_profile')}] has no security_token_file.")
+        token = Path(token_file).expanduser().read_text().strip()
+        key = load_private_key(values["key_file"], values.get("pass_phrase"), "key_file in the OCI config")
+        return Credentials(SdkSigner(oci.auth.signers.SecurityTokenSigner(token, key)), region, warnings)
+    import oci
+
+    if method == "instance_principal":
+        return Credentials(SdkSigner(oci.auth.signers.InstancePrincipalsSecurityTokenSigner()), region)
+    return Credentials(SdkSigner(oci.auth.signers.get_resource_principals_signer()), region)

@@ -1,0 +1,304 @@
+"""The adapter to the OCI Streaming REST API: signed requests over keep-alive connections, our own retries
+inside the profile's deadline, and errors mapped to the CLI's error tree with their opc-request-id.
+
+It speaks JSON directly (no SDK model decoding, no `import oci` for API keys), which is what keeps `inspect`
+fast to start and `tail` cheap per message.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from ocigroup_cli.client.auth import Credentials, credentials
+from ocigroup_cli.client.errors import retriable_status, retry_after, service_failure
+from ocigroup_cli.client.transport import Response, Transport
+from ocigroup_cli.config import Profile
+from ocigroup_cli.core import backoff
+from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
+from ocigroup_cli.errors import ConfigError, OcigroupError, TransientError
+
+
+@dataclass(frozen=True)
+class Message:
+    partition: int
+    offset: int
+    timestamp: str  # RFC 3339, as the service sent it
+    key: str | None  # base64
+    value: str  # base64
+
+    @property
+    def timestamp_ms(self) -> int:
+        return parse_rfc3339_ms(self.timestamp)
+
+    def key_bytes(self) -> bytes | None:
+        return None if self.key is None else base64.b64decode(self.key)
+
+    def value_bytes(self) -> bytes:
+        return base64.b64decode(self.value)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    partition: int
+    committed_offset: int | None
+    instance: str | None
+    reserved_until_ms: int | None
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    id: str
+    name: str
+    partitions: int
+    retention_hours: int | None
+    state: str
+    messages_endpoint: str
+    time_created: str | None
+
+    @classmethod
+    def from_json(cls, s: dict[str, Any]) -> StreamInfo:
+        return cls(
+            s["id"],
+            s["name"],
+            int(s["partitions"]),
+            s.get("retentionInHours"),
+            s.get("lifecycleState", ""),
+            s.get("messagesEndpoint", ""),
+            s.get("timeCreated"),
+        )
+
+
+@dataclass(frozen=True)
+class PutResult:
+    partition: int | None
+    offset: int | None
+    error: str | None
+
+
+def admin_endpoint(region: str) -> str:
+    return f"https://streaming.{region}.oci.oraclecloud.com"
+
+
+class StreamingClient:
+    def __init__(
+        self,
+        profile: Profile,
+        clock: Clock,
+        trace: Callable[[str], None] | None = None,
+        rng: random.Random | None = None,
+        creds: Credentials | None = None,
+    ) -> None:
+        self.profile = profile
+        self.clock = clock
+        self.trace = trace
+        self.rng = rng or random.Random()
+        self._creds = creds
+        self._transports: dict[str, Transport] = {}
+
+    @property
+    def creds(self) -> Credentials:
+        if self._creds is None:
+            self._creds = credentials(self.profile)
+        return self._creds
+
+    def _transport(self, endpoint: str) -> Transport:
+        if endpoint not in self._transports:
+            try:
+                self._transports[endpoint] = Transport(endpoint, self.creds.signer)
+            except ValueError as exc:
+                raise ConfigError(f"profile {self.profile.name!r}: {exc}") from None
+        return self._transports[endpoint]
+
+    def close(self) -> None:
+        for t in self._transports.values():
+            t.close()
+
+    @property
+    def admin_url(self) -> str:
+        return str(self.profile.get("endpoint") or admin_endpoint(self.creds.region))
+
+    def messages_url(self, stream: StreamInfo) -> str:
+        return str(self.profile.get("endpoint") or stream.messages_endpoint)
+
+    def request(
+        self,
+        operation: str,
+        endpoint: str,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        *,
+        sign_body: bool = True,
+        retry: bool = True,
+    ) -> Response:
+        """One API call with retries on throttling, 5xx and connection failures, within the profile's deadline."""
+        deadline = backoff.Deadline(self.clock, float(self.profile.get("deadline_s")))
+        transport = self._transport(endpoint)
+        attempt = 0
+        while True:
+            attempt += 1
+            wait_hint = None
+            failure: OcigroupError
+            try:
+                resp = transport.request(
+                    method, path, query, body, sign_body=sign_body, timeout=max(1.0, min(60.0, deadline.remaining()))
+                )
+            except (OSError, ConnectionError) as exc:
+                if self.trace:
+                    self.trace(f"{operation}: cannot connect ({type(exc).__name__})")
+                failure = TransientError(
+                    f"{operation} failed: cannot reach {endpoint} ({type(exc).__name__}: {exc}).",
+                    "is the endpoint right and the service up? ('ocigroup emulator status' for the local one)",
+                )
+                if not retry:
+                    raise failure from None
+            else:
+                rid = resp.headers.get("opc-request-id")
+                if self.trace:
+                    self.trace(f"{operation}: {resp.status} (opc-request-id {rid})")
+                if 200 <= resp.status < 300:
+                    return resp
+                try:
+                    err = resp.json() or {}
+                    code, message = err.get("code"), err.get("message", "")
+                except ValueError:
+                    code, message = None, resp.body.decode("utf-8", "replace")[:200]
+                failure = service_failure(operation, resp.status, code, message, rid)
+                wait_hint = retry_after(resp.headers)
+                if not (retry and retriable_status(resp.status, code)):
+                    raise failure
+            wait = backoff.delay(attempt, self.rng, wait_hint)
+            if not deadline.allows(wait):
+                failure.message += f" Gave up after {attempt} attempt(s) in {deadline.elapsed():.1f} s."
+                raise failure
+            self.clock.sleep(wait)
+
+    # -- admin ----------------------------------------------------------------------------------------------
+
+    def get_stream(self, stream_id: str) -> StreamInfo:
+        resp = self.request("GetStream", self.admin_url, "GET", f"/streams/{quote(stream_id, safe='')}")
+        return StreamInfo.from_json(resp.json())
+
+    def list_streams(self, compartment: str, name: str | None = None) -> list[StreamInfo]:
+        out: list[StreamInfo] = []
+        query: dict[str, Any] = {"compartmentId": compartment, "limit": 50}
+        if name:
+            query["name"] = name
+        while True:
+            resp = self.request("ListStreams", self.admin_url, "GET", "/streams", dict(query))
+            out += [StreamInfo.from_json(s) for s in resp.json()]
+            page = resp.headers.get("opc-next-page")
+            if not page:
+                return out
+            query["page"] = page
+
+    def create_stream(self, name: str, partitions: int, compartment: str, retention_hours: int = 24) -> StreamInfo:
+        body = {
+            "name": name,
+            "partitions": partitions,
+            "compartmentId": compartment,
+            "retentionInHours": retention_hours,
+        }
+        resp = self.request("CreateStream", self.admin_url, "POST", "/streams", body=body, retry=False)
+        return StreamInfo.from_json(resp.json())
+
+    # -- data plane -----------------------------------------------------------------------------------------
+
+    def _data(self, operation: str, stream: StreamInfo, method: str, action: str, **kw: Any) -> Response:
+        return self.request(
+            operation, self.messages_url(stream), method, f"/streams/{quote(stream.id, safe='')}/{action}", **kw
+        )
+
+    def put(self, stream: StreamInfo, entries: list[tuple[bytes | None, bytes]]) -> list[PutResult]:
+        """At least once: a retry after a lost answer may store a batch twice, never zero times."""
+        body = {
+            "messages": [
+                {"value": base64.b64encode(v).decode()}
+                if k is None
+                else {"key": base64.b64encode(k).decode(), "value": base64.b64encode(v).decode()}
+                for k, v in entries
+            ]
+        }
+        resp = self._data("PutMessages", stream, "POST", "messages", body=body, sign_body=False)
+        return [
+            PutResult(None if "partition" not in e else int(e["partition"]), e.get("offset"), e.get("error"))
+            for e in resp.json()["entries"]
+        ]
+
+    def create_group_cursor(
+        self,
+        stream: StreamInfo,
+        group: str,
+        instance: str,
+        kind: str = "TRIM_HORIZON",
+        time_ms: int | None = None,
+        commit_on_get: bool = True,
+        timeout_ms: int | None = None,
+    ) -> str:
+        body: dict[str, Any] = {
+            "type": kind,
+            "groupName": group,
+            "instanceName": instance,
+            "commitOnGet": commit_on_get,
+        }
+        if time_ms is not None:
+            body["time"] = ms_to_rfc3339(time_ms)
+        if timeout_ms is not None:
+            body["timeoutInMs"] = timeout_ms
+        return str(self._data("CreateGroupCursor", stream, "POST", "groupCursors", body=body).json()["value"])
+
+    def create_cursor(
+        self, stream: StreamInfo, partition: int, kind: str, offset: int | None = None, time_ms: int | None = None
+    ) -> str:
+        body: dict[str, Any] = {"partition": str(partition), "type": kind}
+        if offset is not None:
+            body["offset"] = offset
+        if time_ms is not None:
+            body["time"] = ms_to_rfc3339(time_ms)
+        return str(self._data("CreateCursor", stream, "POST", "cursors", body=body).json()["value"])
+
+    def get_messages(self, stream: StreamInfo, cursor: str, limit: int | None = None) -> tuple[list[Message], str]:
+        query: dict[str, Any] = {"cursor": cursor}
+        if limit is not None:
+            query["limit"] = limit
+        resp = self._data("GetMessages", stream, "GET", "messages", query=query)
+        messages = [
+            Message(int(m["partition"]), m["offset"], m["timestamp"], m.get("key"), m["value"]) for m in resp.json()
+        ]
+        return messages, resp.headers["opc-next-cursor"]
+
+    def heartbeat(self, stream: StreamInfo, cursor: str) -> str:
+        return str(
+            self._data("ConsumerHeartbeat", stream, "POST", "heartbeat", query={"cursor": cursor}).json()["value"]
+        )
+
+    def commit(self, stream: StreamInfo, cursor: str) -> str:
+        return str(self._data("ConsumerCommit", stream, "POST", "commit", query={"cursor": cursor}).json()["value"])
+
+    def get_group(self, stream: StreamInfo, group: str) -> list[Reservation]:
+        data = self._data("GetGroup", stream, "GET", f"groups/{quote(group, safe='')}").json()
+        return sorted(
+            (
+                Reservation(
+                    partition=int(r["partition"]),
+                    committed_offset=r.get("committedOffset"),
+                    instance=r.get("reservedInstance"),
+                    reserved_until_ms=parse_rfc3339_ms(r["timeReservedUntil"]) if r.get("timeReservedUntil") else None,
+                )
+                for r in data.get("reservations") or []
+            ),
+            key=lambda r: r.partition,
+        )
+
+    def update_group(self, stream: StreamInfo, group: str, kind: str, time_ms: int | None = None) -> None:
+        body: dict[str, Any] = {"type": kind}
+        if time_ms is not None:
+            body["time"] = ms_to_rfc3339(time_ms)
+        self._data("UpdateGroup", stream, "PUT", f"groups/{quote(group, safe='')}", body=body)

@@ -1,0 +1,261 @@
+"""Profiles: the YAML profile file, the built-in `local` profile, and resolution with recorded sources.
+
+Precedence for every setting: flag > environment (`OCIGROUP_<KEY>`, e.g. OCIGROUP_GROUP_NAME) > profile file >
+built-in default. `resolve()` is the only reader of the environment and the profile file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import getpass
+import os
+import re
+import secrets
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from ocigroup_cli import yamlfile
+from ocigroup_cli.errors import ConfigError
+from ocigroup_cli.paths import config_path as default_config_path
+from ocigroup_cli.paths import state_dir
+
+LOCAL = "local"
+LOCAL_PORT = 18418
+AUTH_METHODS = ("api_key", "oci_config", "security_token", "instance_principal", "resource_principal")
+EXPORT_FORMATS = ("parquet", "jsonl", "csv")
+_OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]*\.[a-z0-9-]*\.[A-Za-z0-9._-]+$")
+_FINGERPRINT = re.compile(r"^([0-9a-f]{2}:){15}[0-9a-f]{2}$")
+_TEMPLATE_FIELDS = ("hostname", "pid", "user", "random")
+
+
+def _ocid(kind: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if not isinstance(value, str) or not _OCID.match(value) or not value.startswith(f"ocid1.{kind}."):
+            return f"an OCID like ocid1.{kind}.oc1..<id>"
+        return None
+
+    return check
+
+
+def _template(value: Any) -> str | None:
+    try:
+        str(value).format(**dict.fromkeys(_TEMPLATE_FIELDS, "x"))
+    except (KeyError, IndexError, ValueError):
+        return "a name template using only {hostname}, {pid}, {user} and {random}"
+    return None
+
+
+@dataclass(frozen=True)
+class Key:
+    kind: type | tuple[type, ...]
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    check: Callable[[Any], str | None] | None = None
+    secret: bool = False
+
+
+SCHEMA: dict[str, Key] = {
+    "region": Key(str, "us-ashburn-1", "OCI region (also taken from the OCI config file)"),
+    "endpoint": Key(str, None, "override the service endpoint (admin and messages), e.g. the emulator's URL"),
+    "deadline_s": Key((int, float), 30, "overall time limit for one command's requests, retries included", minimum=1),
+    "auth.method": Key(str, "api_key", "how requests are signed", AUTH_METHODS),
+    "auth.config_file": Key(str, "~/.oci/config", "OCI config file (oci_config and security_token methods)"),
+    "auth.config_profile": Key(str, "DEFAULT", "profile inside the OCI config file"),
+    "auth.key_file": Key(str, None, "PEM private key (api_key method)"),
+    "auth.fingerprint": Key(
+        str, None, "fingerprint of the API key", check=lambda v: None if _FINGERPRINT.match(v) else "aa:bb:… (16 pairs)"
+    ),
+    "auth.tenancy": Key(str, None, "tenancy OCID", check=_ocid("tenancy")),
+    "auth.user": Key(str, None, "user OCID", check=_ocid("user")),
+    "auth.pass_phrase_env": Key(str, None, "environment variable holding the key's pass phrase"),
+    "stream.id": Key(str, None, "stream OCID", check=_ocid("stream")),
+    "stream.name": Key(str, None, "stream name (resolved to an OCID with stream.compartment)"),
+    "stream.compartment": Key(str, None, "compartment OCID used to find stream.name", check=_ocid("compartment")),
+    "stream.partitions": Key(int, 4, "partitions when the local profile creates its stream", minimum=1),
+    "group.name": Key(str, None, "consumer group name"),
+    "group.instance": Key(str, "{hostname}", "instance name template; stable by default", check=_template),
+    "group.commit_on_get": Key(bool, True, "let GetMessages commit the previous batch"),
+    "group.timeout_ms": Key(int, 30_000, "instance inactivity timeout before partitions are released", minimum=1000),
+    "group.heartbeat_ms": Key(int, None, "heartbeat interval (default: timeout / 3)", minimum=100),
+    "group.max_processing_s": Key((int, float), 300, "give partitions up when output stalls this long", minimum=1),
+    "export.out": Key(str, None, "default export directory"),
+    "export.format": Key(str, "parquet", "export file format", EXPORT_FORMATS),
+    "export.master": Key(str, "local[*]", "Spark master URL"),
+}
+SECTIONS = sorted({k.split(".")[0] for k in SCHEMA if "." in k})
+
+
+def env_name(key: str) -> str:
+    return "OCIGROUP_" + key.upper().replace(".", "_")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    values: dict[str, Any]
+    sources: dict[str, str]
+    local: bool = False
+    file: Path | None = None
+
+    def get(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def heartbeat_ms(self) -> int:
+        hb = self.values["group.heartbeat_ms"]
+        return int(hb) if hb is not None else max(100, int(self.values["group.timeout_ms"]) // 3)
+
+    def instance_name(self, pid: int | None = None) -> str:
+        return str(self.values["group.instance"]).format(
+            hostname=socket.gethostname(),
+            pid=pid if pid is not None else os.getpid(),
+            user=getpass.getuser(),
+            random=secrets.token_hex(4),
+        )
+
+    def require(self, key: str, flag: str) -> Any:
+        value = self.values[key]
+        if value is None:
+            raise ConfigError(
+                f"no {key} is set for profile {self.name!r}.",
+                f"pass {flag}, set {env_name(key)}, or add '{key}' to the profile",
+            )
+        return value
+
+
+def local_defaults() -> dict[str, Any]:
+    """The built-in `local` profile: the bundled emulator, a key pair made on first use, stream `local`."""
+    home = state_dir() / "local"
+    return {
+        "endpoint": f"http://127.0.0.1:{LOCAL_PORT}",
+        "auth.method": "api_key",
+        "auth.key_file": str(home / "key.pem"),
+        "auth.tenancy": "ocid1.tenancy.oc1..localemulator",
+        "auth.user": "ocid1.user.oc1..localemulator",
+        "stream.name": "local",
+        "stream.compartment": "ocid1.compartment.oc1..localemulator",
+    }
+
+
+@dataclass
+class _Builder:
+    values: dict[str, Any] = field(default_factory=lambda: {k: s.default for k, s in SCHEMA.items()})
+    sources: dict[str, str] = field(default_factory=lambda: dict.fromkeys(SCHEMA, "default"))
+
+    def set(self, key: str, value: Any, source: str) -> None:
+        self.values[key] = value
+        self.sources[key] = source
+
+
+def _validate(key: str, value: Any, where: str) -> Any:
+    spec = SCHEMA[key]
+    if spec.kind in (int, (int, float)) and isinstance(value, str) and source_is_text(where):
+        try:
+            value = float(value) if spec.kind == (int, float) else int(value)
+        except ValueError:
+            raise ConfigError(f"{where}: '{key}' must be a number, got {value!r}.") from None
+    if spec.kind is bool and isinstance(value, str) and source_is_text(where):
+        lowered = value.lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no"):
+            raise ConfigError(f"{where}: '{key}' must be true or false, got {value!r}.")
+        value = lowered in ("true", "1", "yes")
+    expected = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
+    if (isinstance(value, bool) and bool not in expected) or not isinstance(value, expected):
+        names = " or ".join("number" if t is float else t.__name__.replace("str", "string") for t in expected)
+        raise ConfigError(f"{where}: '{key}' must be a {names}, got {value!r}.", spec.help or None)
+    if spec.choices and value not in spec.choices:
+        raise ConfigError(f"{where}: '{key}' must be one of {', '.join(spec.choices)}, got {value!r}.")
+    if spec.minimum is not None and cast(float, value) < spec.minimum:
+        raise ConfigError(f"{where}: '{key}' must be at least {spec.minimum}, got {value!r}.")
+    if spec.check is not None and (problem := spec.check(value)):
+        raise ConfigError(f"{where}: '{key}' must be {problem}, got {value!r}.")
+    return value
+
+
+def source_is_text(where: str) -> bool:
+    return where.startswith(("env ", "flag "))
+
+
+def _unknown(key: str, known: list[str], where: str) -> ConfigError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+    return ConfigError(f"{where}: unknown key {key!r}.", hint)
+
+
+def _profile_entries(doc: Any, path: Path, lines: yamlfile.Lines) -> dict[str, dict[str, Any]]:
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}:1: the file must be a mapping with a 'profiles' key.")
+    for key in doc:
+        if key not in ("profiles", "default"):
+            raise _unknown(key, ["default", "profiles"], f"{path}:{lines.get((key,), 1)}")
+    profiles = doc.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"{path}:{lines.get(('profiles',), 1)}: 'profiles' must map profile names to settings.")
+    return profiles
+
+
+def _apply_file(b: _Builder, name: str, entry: Any, path: Path, lines: yamlfile.Lines) -> None:
+    base = ("profiles", name)
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{path}:{lines.get(base, 1)}: profile {name!r} must be a mapping of settings.")
+    flat: dict[str, tuple[Any, tuple[str, ...]]] = {}
+    for key, value in entry.items():
+        if key in SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}:{lines.get((*base, key), 1)}: '{key}' must be a mapping.")
+            for sub, subvalue in value.items():
+                flat[f"{key}.{sub}"] = (subvalue, (*base, key, sub))
+        else:
+            flat[key] = (value, (*base, key))
+    for key, (value, keys) in flat.items():
+        where = f"{path}:{lines.get(keys, lines.get(base, 1))}"
+        if key not in SCHEMA:
+            raise _unknown(key, list(SCHEMA), where + f" (profiles.{name})")
+        if value is None:
+            continue
+        b.set(key, _validate(key, value, where + f" profiles.{name}.{key}"), f"{path}:{lines.get(keys, 1)}")
+
+
+def resolve(
+    config: str | None = None,
+    profile: str | None = None,
+    overrides: Mapping[str, tuple[Any, str]] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Profile:
+    """Resolve the active profile. `overrides` maps setting keys to (value, flag name)."""
+    env = os.environ if env is None else env
+    explicit = config or env.get("OCIGROUP_CONFIG")
+    path = Path(explicit).expanduser() if explicit else default_config_path()
+    doc: Any = {}
+    lines: yamlfile.Lines = {}
+    if path.exists() or explicit:
+        doc, lines = yamlfile.load(path)
+    profiles = _profile_entries(doc, path, lines) if doc else {}
+    default_name = doc.get("default") if isinstance(doc, dict) else None
+    name = profile or env.get("OCIGROUP_PROFILE") or default_name or ("default" if "default" in profiles else LOCAL)
+    b = _Builder()
+    is_local = name == LOCAL
+    if is_local:
+        for key, value in local_defaults().items():
+            b.set(key, value, "built-in local profile")
+    elif name not in profiles:
+        known = ", ".join(sorted(profiles)) or "none"
+        raise ConfigError(
+            f"profile {name!r} is not defined in {path} (profiles there: {known}).",
+            "pick one with --profile, or use --profile local for the bundled emulator",
+        )
+    if name in profiles:
+        _apply_file(b, name, profiles[name], path, lines)
+    for key in SCHEMA:
+        var = env_name(key)
+        if var in env:
+            b.set(key, _validate(key, env[var], f"env {var}"), f"env {var}")
+    for key, (value, flag) in (overrides or {}).items():
+        if value is not None:
+            b.set(key, _validate(key, value, f"flag {flag}"), f"flag {flag}")
+    return Profile(name, b.values, b.sources, local=is_local, file=path if doc else None)

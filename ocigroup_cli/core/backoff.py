@@ -1,0 +1,36 @@
+"""Retry timing: capped exponential backoff with jitter, bounded by an overall deadline (pure, clock-injected)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ocigroup_cli.core.clock import Clock
+
+BASE_S = 0.2
+CAP_S = 5.0
+
+
+def delay(attempt: int, rng: random.Random, retry_after_s: float | None = None) -> float:
+    """Seconds to wait before retry number `attempt` (1-based): half fixed, half jitter; never below Retry-After."""
+    ceiling: float = min(CAP_S, BASE_S * 2.0 ** (attempt - 1))
+    wait = ceiling / 2 + rng.uniform(0, ceiling / 2)
+    return float(max(wait, retry_after_s or 0.0))
+
+
+@dataclass
+class Deadline:
+    clock: Clock
+    seconds: float
+
+    def __post_init__(self) -> None:
+        self.start = self.clock.monotonic()
+
+    def remaining(self) -> float:
+        return self.seconds - (self.clock.monotonic() - self.start)
+
+    def elapsed(self) -> float:
+        return self.clock.monotonic() - self.start
+
+    def allows(self, wait: float) -> bool:
+        return self.remaining() > wait
