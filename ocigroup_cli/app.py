@@ -5,12 +5,14 @@ from __future__ import annotations
 import platform
 import sys
 import traceback
+from typing import Annotated
 
 import typer
 
 from ocigroup_cli import __version__, console
-from ocigroup_cli.commands import emulator
-from ocigroup_cli.errors import ExitCode, OcigroupError
+from ocigroup_cli.commands import cursor, emulator, profile, publish, streams
+from ocigroup_cli.commands.common import Globals
+from ocigroup_cli.errors import ExitCode, OcigroupError, UsageError
 from ocigroup_cli.paths import state_dir
 
 app = typer.Typer(
@@ -22,6 +24,10 @@ app = typer.Typer(
     add_completion=True,
 )
 app.add_typer(emulator.app, name="emulator")
+app.add_typer(streams.app, name="streams")
+app.add_typer(profile.app, name="profile")
+app.add_typer(cursor.app, name="cursor")
+app.command(name="publish")(publish.publish)
 
 
 def _version(value: bool) -> None:
@@ -32,9 +38,36 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    ctx: typer.Context,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Profile file. [env: OCIGROUP_CONFIG; default: XDG config]")
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", "-p", help="Profile name (local = the bundled emulator). [env: OCIGROUP_PROFILE]"),
+    ] = None,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="table, json or yaml. [default: table on a TTY, else json]")
+    ] = None,
+    stream: Annotated[str | None, typer.Option("--stream", help="Stream OCID or name (overrides the profile).")] = None,
+    endpoint: Annotated[
+        str | None, typer.Option("--endpoint", help="Service endpoint (overrides the profile).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only data and errors; no notices.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each request with its opc-request-id.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
 ) -> None:
     """ocigroup — consumer-group operations for OCI Streaming."""
+    if output is not None and output not in console.FORMATS:
+        raise UsageError(f"--output must be table, json or yaml, not {output!r}.")
+    overrides: dict[str, tuple[object, str]] = {"endpoint": (endpoint, "--endpoint")}
+    if stream is not None:
+        key = "stream.id" if stream.startswith("ocid1.") else "stream.name"
+        overrides[key] = (stream, "--stream")
+    console.QUIET = quiet
+    ctx.obj = Globals(config=config, profile=profile, output=output, verbose=verbose, overrides=overrides)
 
 
 def _crash_log() -> str:

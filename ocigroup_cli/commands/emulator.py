@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from ocigroup_cli import console
+from ocigroup_cli.commands.common import OutputOption
 from ocigroup_cli.errors import UsageError
 from ocigroup_cli.paths import state_dir
 
@@ -104,3 +105,51 @@ def serve(
     stop.wait()
     server.stop()
     console.notice("ocigroup emulator stopped.")
+
+
+@app.command()
+def start(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
+) -> None:
+    """Start the emulator in the background for the `local` profile (key pair made on first use)."""
+    from ocigroup_cli.commands.common import globals_of
+    from ocigroup_cli.ops import local
+
+    before = local.status(port)
+    now = local.start(globals_of(ctx).clock, port)
+    word = "already running" if before.running else "started"
+    console.notice(f"local emulator {word} on {now.url} (data and log in {state_dir()})")
+
+
+@app.command()
+def stop(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
+) -> None:
+    """Stop the background emulator started by `start` (or by the local profile)."""
+    from ocigroup_cli.commands.common import globals_of
+    from ocigroup_cli.ops import local
+
+    stopped = local.stop(globals_of(ctx).clock, port)
+    console.notice("local emulator stopped." if stopped else "no background emulator was running.")
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    output: OutputOption = None,
+    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
+) -> None:
+    """Say whether the local emulator answers; exit 1 when it does not."""
+    from ocigroup_cli.commands.common import fmt
+    from ocigroup_cli.errors import OcigroupError
+    from ocigroup_cli.ops import local
+
+    s = local.status(port)
+    data = {"running": s.running, "url": s.url, "pid": s.pid, "version": s.version}
+    console.emit(
+        data, fmt(ctx, output), lambda: console.table(["RUNNING", "URL", "PID", "VERSION"], [list(data.values())])
+    )
+    if not s.running:
+        raise OcigroupError(f"no emulator answers on {s.url}.", "start one with: ocigroup emulator start")

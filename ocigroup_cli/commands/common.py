@@ -1,0 +1,69 @@
+"""What every command shares: the global options, the active profile, a connected client and its stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import typer
+
+from ocigroup_cli import console
+from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+from ocigroup_cli.config import Profile, resolve
+from ocigroup_cli.core.clock import Clock, SystemClock
+from ocigroup_cli.errors import UsageError
+
+
+@dataclass
+class Globals:
+    config: str | None = None
+    profile: str | None = None
+    output: str | None = None
+    verbose: bool = False
+    overrides: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    clock: Clock = field(default_factory=SystemClock)
+
+
+def globals_of(ctx: typer.Context) -> Globals:
+    root = ctx.find_root()
+    if not isinstance(root.obj, Globals):
+        root.obj = Globals()
+    return root.obj
+
+
+def load_profile(ctx: typer.Context, **overrides: tuple[Any, str]) -> Profile:
+    g = globals_of(ctx)
+    return resolve(g.config, g.profile, {**g.overrides, **overrides})
+
+
+def client_for(ctx: typer.Context, profile: Profile) -> StreamingClient:
+    """A client for the profile (starting the local emulator when the profile is `local`)."""
+    from ocigroup_cli.ops import local
+
+    g = globals_of(ctx)
+    if profile.local:
+        local.ensure_running(g.clock, console.notice)
+    client = StreamingClient(profile, g.clock, trace=console.notice if g.verbose else None)
+    for warning in client.creds.warnings:
+        console.warn(warning)
+    return client
+
+
+def connect(ctx: typer.Context, profile: Profile) -> tuple[StreamingClient, StreamInfo]:
+    """A client for the profile and the stream it names."""
+    from ocigroup_cli.ops.target import resolve_stream
+
+    client = client_for(ctx, profile)
+    return client, resolve_stream(client, profile)
+
+
+OutputOption = Annotated[
+    str | None, typer.Option("--output", "-o", help="table, json or yaml. [default: table on a TTY, else json]")
+]
+
+
+def fmt(ctx: typer.Context, output: str | None = None) -> str:
+    chosen = output or globals_of(ctx).output
+    if chosen is not None and chosen not in console.FORMATS:
+        raise UsageError(f"--output must be table, json or yaml, not {chosen!r}.")
+    return console.output_format(chosen)

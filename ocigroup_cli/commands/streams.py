@@ -1,0 +1,50 @@
+"""`ocigroup streams list|show|create`: the streams of a compartment, for rehearsals and lookups."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+import typer
+
+from ocigroup_cli import console
+from ocigroup_cli.commands.common import OutputOption, client_for, connect, fmt, load_profile
+
+app = typer.Typer(help="List, show and create streams.", no_args_is_help=True)
+COLUMNS = ["NAME", "ID", "PARTITIONS", "STATE", "CREATED"]
+
+
+def _emit_one(ctx: typer.Context, data: dict[str, Any], output: str | None) -> None:
+    console.emit(data, fmt(ctx, output), lambda: console.table(["FIELD", "VALUE"], list(data.items())))
+
+
+@app.command("list")
+def list_(ctx: typer.Context, output: OutputOption = None) -> None:
+    """List the streams of the profile's compartment."""
+    profile = load_profile(ctx)
+    compartment = profile.require("stream.compartment", "stream.compartment in the profile")
+    data = [asdict(s) for s in client_for(ctx, profile).list_streams(compartment)]
+    rows = [[s["name"], s["id"], s["partitions"], s["state"], s["time_created"]] for s in data]
+    console.emit(data, fmt(ctx, output), lambda: console.table(COLUMNS, rows))
+
+
+@app.command()
+def show(ctx: typer.Context, output: OutputOption = None) -> None:
+    """Show the profile's stream (partitions, retention, messages endpoint)."""
+    _, stream = connect(ctx, load_profile(ctx))
+    _emit_one(ctx, asdict(stream), output)
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Stream name.")],
+    output: OutputOption = None,
+    partitions: Annotated[int, typer.Option(help="Partition count (fixed once created).", min=1, max=200)] = 4,
+    retention_hours: Annotated[int, typer.Option(help="Retention, 24-168 hours.", min=24, max=168)] = 24,
+) -> None:
+    """Create a stream in the profile's compartment."""
+    profile = load_profile(ctx)
+    compartment = profile.require("stream.compartment", "stream.compartment in the profile")
+    stream = client_for(ctx, profile).create_stream(name, partitions, compartment, retention_hours)
+    _emit_one(ctx, asdict(stream), output)

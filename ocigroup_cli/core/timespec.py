@@ -1,0 +1,48 @@
+"""User time input: RFC 3339 (offset optional, none = UTC), a date, epoch seconds or milliseconds, or a
+duration ago (`15m`, `2h`, `1d`, `90s`, ISO `PT1H30M`)."""
+
+from __future__ import annotations
+
+import re
+
+from ocigroup_cli.core.timefmt import parse_rfc3339_ms
+
+ACCEPTED = (
+    "accepted: 2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00, 2024-05-01 (UTC midnight), "
+    "epoch seconds (1714557600) or milliseconds (1714557600000), or a duration ago such as 15m, 2h, 1d, PT1H"
+)
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
+_ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def parse_duration_ms(text: str) -> int:
+    """`15m`, `2h`, `1.5d`, `PT1H30M`, `P1D` → milliseconds; ValueError otherwise."""
+    t = text.strip()
+    m = _DURATION.match(t)
+    if m:
+        return round(float(m.group(1)) * _UNITS[m.group(2)])
+    m = _ISO_DURATION.match(t.upper())
+    if m and t.upper() not in ("P", "PT"):
+        d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+        return round(((d * 24 + h) * 60 + mi) * 60_000 + s * 1000)
+    raise ValueError(f"{text!r} is not a duration such as 15m, 2h, 1d or PT1H30M")
+
+
+def parse_time_ms(text: str, now_ms: int) -> int:
+    """Parse any accepted time form to epoch milliseconds (durations count back from `now_ms`)."""
+    t = text.strip()
+    if t.isdigit():
+        value = int(t)
+        return value if len(t) >= 12 else value * 1000
+    if _DATE.match(t):
+        t += "T00:00:00Z"
+    try:
+        return parse_rfc3339_ms(t)
+    except ValueError:
+        pass
+    try:
+        return now_ms - parse_duration_ms(t)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time; {ACCEPTED}") from None

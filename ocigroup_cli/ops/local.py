@@ -1,0 +1,130 @@
+"""The bundled emulator as a background service for the `local` profile: key pair, start, stop, status."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ocigroup_cli.config import LOCAL_PORT
+from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.paths import state_dir
+
+
+@dataclass(frozen=True)
+class Status:
+    running: bool
+    url: str
+    pid: int | None
+    version: str | None
+
+
+def home() -> Path:
+    return state_dir() / "local"
+
+
+def ensure_key() -> Path:
+    """Create the local profile's RSA key pair on first use (private key 0600)."""
+    key_path = home() / "key.pem"
+    public_path = home() / "key_public.pem"
+    if key_path.exists() and public_path.exists():
+        return key_path
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    home().mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pem)
+    public_path.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return key_path
+
+
+def url(port: int = LOCAL_PORT) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
+def status(port: int = LOCAL_PORT) -> Status:
+    pid_file = state_dir() / "emulator.pid"
+    pid = int(pid_file.read_text()) if pid_file.exists() else None
+    try:
+        with urllib.request.urlopen(f"{url(port)}/_emulator/health", timeout=0.5) as resp:
+            info = json.loads(resp.read())
+        return Status(True, url(port), pid, info.get("version"))
+    except (OSError, ValueError):
+        return Status(False, url(port), None, None)
+
+
+def start(clock: Clock, port: int = LOCAL_PORT, extra_args: tuple[str, ...] = ()) -> Status:
+    """Start `ocigroup emulator serve` detached, trusting the local key; wait until it answers."""
+    current = status(port)
+    if current.running:
+        return current
+    ensure_key()
+    state_dir().mkdir(parents=True, exist_ok=True)
+    log = (state_dir() / "emulator.log").open("ab")
+    args = [
+        sys.executable,
+        "-m",
+        "ocigroup_cli",
+        "emulator",
+        "serve",
+        "--port",
+        str(port),
+        "--data",
+        str(state_dir() / "emulator.db"),
+        "--trusted-key",
+        str(home() / "key_public.pem"),
+        *extra_args,
+    ]
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    log.close()
+    (state_dir() / "emulator.pid").write_text(str(proc.pid))
+    for _ in range(200):
+        if proc.poll() is not None:
+            raise OcigroupError(
+                f"the local emulator exited at start-up (code {proc.returncode}).",
+                f"see {state_dir() / 'emulator.log'}; is port {port} taken?",
+            )
+        current = status(port)
+        if current.running:
+            return current
+        clock.sleep(0.05)
+    raise OcigroupError(f"the local emulator did not answer on {url(port)} within 10 s.")
+
+
+def stop(clock: Clock, port: int = LOCAL_PORT) -> bool:
+    """Stop the background emulator started by `start`; True if one was running."""
+    pid_file = state_dir() / "emulator.pid"
+    if not pid_file.exists():
+        return False
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pid_file.unlink(missing_ok=True)
+        return False
+    for _ in range(100):
+        if not status(port).running:
+            break
+        clock.sleep(0.05)
+    pid_file.unlink(missing_ok=True)
+    return True
+
+
+def ensure_running(clock: Clock, notice: Callable[[str], None], port: int = LOCAL_PORT) -> None:
+    ensure_key()
+    if not status(port).running:
+        start(clock, port)
+        notice(f"started the local emulator on {url(port)} (stop it with: ocigroup emulator stop)")

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.core.timespec import parse_duration_ms, parse_time_ms
+
+NOW = 1_714_557_600_000  # 2024-05-01T10:00:00Z
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-05-01T10:00:00Z", "2024-05-01T10:00:00.000Z"),
+        ("2024-05-01T12:00:00+02:00", "2024-05-01T10:00:00.000Z"),
+        ("2024-05-01T15:30:00+05:30", "2024-05-01T10:00:00.000Z"),
+        ("2024-05-01T10:00:00", "2024-05-01T10:00:00.000Z"),  # no zone means UTC
+        ("2024-05-01T10:00:00.250Z", "2024-05-01T10:00:00.250Z"),
+        ("2024-05-01", "2024-05-01T00:00:00.000Z"),
+        ("1714557600", "2024-05-01T10:00:00.000Z"),
+        ("1714557600000", "2024-05-01T10:00:00.000Z"),
+        ("15m", "2024-05-01T09:45:00.000Z"),
+        ("2h", "2024-05-01T08:00:00.000Z"),
+        ("PT1H30M", "2024-05-01T08:30:00.000Z"),
+    ],
+)
+def test_accepted_forms(text, expected):
+    assert ms_to_rfc3339(parse_time_ms(text, NOW)) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "yesterday", "2024-13-01", "2024-05-01T25:00:00Z", "15x", "P", "-5m"])
+def test_rejected_forms_name_the_accepted_ones(bad):
+    with pytest.raises(ValueError, match="accepted"):
+        parse_time_ms(bad, NOW)
+
+
+def test_durations():
+    assert parse_duration_ms("90s") == 90_000 and parse_duration_ms("P1D") == 86_400_000
+    with pytest.raises(ValueError):
+        parse_duration_ms("soon")
