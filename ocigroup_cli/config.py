@@ -166,8 +166,9 @@ def _validate(key: str, value: Any, where: str) -> Any:
         value = lowered in ("true", "1", "yes")
     expected = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
     if (isinstance(value, bool) and bool not in expected) or not isinstance(value, expected):
-        names = " or ".join("number" if t is float else t.__name__.replace("str", "string") for t in expected)
-        raise ConfigError(f"{where}: '{key}' must be a {names}, got {value!r}.", spec.help or None)
+        words = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+        names = "a number" if float in expected else " or ".join(words[t] for t in expected)
+        raise ConfigError(f"{where}: '{key}' must be {names}, got {value!r}.", spec.help or None)
     if spec.choices and value not in spec.choices:
         raise ConfigError(f"{where}: '{key}' must be one of {', '.join(spec.choices)}, got {value!r}.")
     if spec.minimum is not None and cast(float, value) < spec.minimum:

@@ -62,6 +62,7 @@ def load(path: Path) -> tuple[Any, Lines]:
                 if key in out:
                     raise ConfigError(f"{path}:{key_node.start_mark.line + 1}: key {key!r} appears twice.")
                 out[key] = walk(value_node, (*keys, key))
+                lines[(*keys, key)] = key_node.start_mark.line + 1  # report the key's line, not its value's
             return out
         if isinstance(n, yaml.SequenceNode):
             return [walk(item, (*keys, str(i))) for i, item in enumerate(n.value)]

@@ -44,6 +44,7 @@ def client_for(ctx: typer.Context, profile: Profile) -> StreamingClient:
     if profile.local:
         local.ensure_running(g.clock, console.notice)
     client = StreamingClient(profile, g.clock, trace=console.notice if g.verbose else None)
+    ctx.call_on_close(client.close)
     for warning in client.creds.warnings:
         console.warn(warning)
     return client
