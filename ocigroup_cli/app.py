@@ -10,8 +10,9 @@ from typing import Annotated
 import typer
 
 from ocigroup_cli import __version__, console
-from ocigroup_cli.commands import cursor, emulator, profile, publish, streams
+from ocigroup_cli.commands import cursor, emulator, inspect, profile, publish, streams
 from ocigroup_cli.commands.common import Globals
+from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import ExitCode, OcigroupError, UsageError
 from ocigroup_cli.paths import state_dir
 
@@ -28,6 +29,7 @@ app.add_typer(streams.app, name="streams")
 app.add_typer(profile.app, name="profile")
 app.add_typer(cursor.app, name="cursor")
 app.command(name="publish")(publish.publish)
+app.command(name="inspect")(inspect.inspect)
 
 
 def _version(value: bool) -> None:
@@ -67,7 +69,10 @@ def root(
         key = "stream.id" if stream.startswith("ocid1.") else "stream.name"
         overrides[key] = (stream, "--stream")
     console.QUIET = quiet
+    clock = ctx.obj.clock if isinstance(ctx.obj, Globals) else None
     ctx.obj = Globals(config=config, profile=profile, output=output, verbose=verbose, overrides=overrides)
+    if clock is not None:
+        ctx.obj.clock = clock
 
 
 def _crash_log() -> str:
@@ -84,10 +89,11 @@ def _crash_log() -> str:
         return "(could not write a crash log)"
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code; never raises (the error boundary)."""
+def run(argv: list[str] | None = None, clock: Clock | None = None) -> int:
+    """Run the CLI and return its exit code; never raises (the error boundary). Tests may inject a clock."""
     try:
-        code = app(args=argv, prog_name="ocigroup", standalone_mode=False)
+        obj = Globals(clock=clock) if clock is not None else None
+        code = app(args=argv, prog_name="ocigroup", standalone_mode=False, obj=obj)
         return code if isinstance(code, int) else ExitCode.OK
     except OcigroupError as exc:
         console.error(exc.message, exc.hint)

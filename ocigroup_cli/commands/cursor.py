@@ -23,7 +23,9 @@ def create(
     output: OutputOption = None,
     group: Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")] = None,
     instance: Annotated[str | None, typer.Option(help="Instance name (default: the profile's template).")] = None,
-    type_: Annotated[str, typer.Option("--type", "-t", help=f"One of {', '.join(PARTITION_TYPES)}.")] = "TRIM_HORIZON",
+    type_: Annotated[
+        str | None, typer.Option("--type", "-t", help=f"One of {', '.join(PARTITION_TYPES)}. [default: TRIM_HORIZON]")
+    ] = None,
     time: Annotated[str | None, typer.Option(help="For AT_TIME: RFC 3339, date, epoch s/ms or a duration ago.")] = None,
     partition: Annotated[
         int | None, typer.Option(help="Create a partition cursor for this partition instead.", min=0)
@@ -36,7 +38,7 @@ def create(
 
     Example: CURSOR=$(ocigroup cursor create billing --instance worker-1 --type LATEST)
     """
-    kind = type_.upper()
+    kind = (type_ or "TRIM_HORIZON").upper()
     if kind not in PARTITION_TYPES:
         raise UsageError(f"--type must be one of {', '.join(PARTITION_TYPES)}, not {type_!r}.")
     g = globals_of(ctx)
@@ -62,7 +64,7 @@ def create(
             raise UsageError(f"--type {kind} needs --partition (group cursors take {', '.join(GROUP_TYPES)}).")
         name = profile.require("group.name", "GROUP")
         existed = _group_exists(client, stream, name)
-        if existed:
+        if existed and type_ is not None:
             console.warn(
                 f"group {name!r} already exists: --type is ignored and its committed offsets are used. "
                 "To move the group, use 'ocigroup reset'."

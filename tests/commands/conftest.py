@@ -16,14 +16,14 @@ class Result:
 
 
 @pytest.fixture
-def cli(sdk, api_key, tmp_path, capsys):
+def cli(sdk, api_key, tmp_path, capsys, clock):
     """Run `ocigroup --config <profile for the test emulator> ARGS...` in-process; stream `orders` exists."""
     sdk.stream(partitions=4, name="orders")
     config = write_config(tmp_path, api_key, sdk.url, group__name="billing", group__timeout_ms=30000)
 
     def call(*args: str) -> Result:
         capsys.readouterr()
-        code = run(["--config", config, *args])
+        code = run(["--config", config, *args], clock=clock)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
 

@@ -1,0 +1,83 @@
+"""inspect: owners, committed offsets, lag by reading forward, balance, thresholds and --watch events."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_inspect_shows_owners_commits_and_lag(cli, sdk):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    a = sdk.group_cursor(sid, "billing", "a")
+    sdk.group_cursor(sid, "billing", "b")
+    msgs, a = sdk.get(sid, a, limit=3)
+    sdk.get(sid, a, limit=1)  # commits the first three of one partition
+    r = cli("inspect", "-o", "json")
+    assert r.code == 0, r.err
+    view = json.loads(r.out)
+    parts = view["partitions"]
+    assert [p["partition"] for p in parts] == [0, 1, 2, 3]
+    assert {p["instance"] for p in parts} == {"a", "b"}
+    assert all(0 < p["seconds_left"] <= 30 for p in parts)
+    committed = [p for p in parts if p["committed_offset"] is not None]
+    assert len(committed) == 1 and committed[0]["committed_offset"] == msgs[-1].offset
+    assert view["totals"]["lag_messages"] == 40 - 3
+    assert view["balance"]["ok"] and view["balance"]["instances"] == {"a": 2, "b": 2}
+
+
+def test_lag_is_capped_and_marked(cli, sdk):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [("same-key", str(i)) for i in range(30)])
+    sdk.group_cursor(sid, "billing", "a")
+    r = cli("inspect", "--lag-cap", "10", "-o", "json")
+    view = json.loads(r.out)
+    capped = [p for p in view["partitions"] if p["lag_capped"]]
+    assert len(capped) == 1 and capped[0]["lag_messages"] == 10 and view["totals"]["lag_capped"]
+    table = cli("inspect", "--lag-cap", "10", "-o", "table")
+    assert "≥10" in table.out
+
+
+def test_thresholds_exit_5(cli, sdk, clock):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [("k", "old")])
+    sdk.group_cursor(sid, "billing", "a")
+    assert cli("inspect", "--fail-on-lag", "5").code == 0
+    r = cli("inspect", "--fail-on-lag", "0")
+    assert r.code == 5 and "exceeds --fail-on-lag" in r.err
+    clock.advance_ms(20 * 60_000)
+    r = cli("inspect", "--fail-on-time-lag", "15m")
+    assert r.code == 5 and "time lag" in r.err
+    assert cli("inspect", "--fail-on-time-lag", "soon").code == 2
+
+
+def test_unowned_partitions_are_flagged(cli, sdk, clock):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=1000)
+    clock.advance_ms(1001)
+    r = cli("inspect", "-o", "json")
+    view = json.loads(r.out)
+    assert view["balance"]["unowned_partitions"] == [0, 1, 2, 3] and not view["balance"]["ok"]
+    assert "without a live owner" in r.err
+
+
+def test_watch_prints_rebalance_events(cli, sdk, clock):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.group_cursor(sid, "billing", "a")
+    joined = []
+
+    def sleep_and_join(seconds):  # between refreshes, a second instance joins
+        clock.advance_ms(int(seconds * 1000))
+        if not joined:
+            sdk.group_cursor(sid, "billing", "b")
+            joined.append(True)
+
+    clock.sleep = sleep_and_join
+    r = cli("inspect", "--watch", "--iterations", "2", "--interval", "1s", "-o", "json")
+    assert r.code == 0
+    assert r.err.count("a → b") == 2
+    assert "group not found" not in r.err
+
+
+def test_unknown_group_is_exit_1(cli):
+    r = cli("inspect", "nope")
+    assert r.code == 1 and "404" in r.err
