@@ -1,0 +1,102 @@
+"""`ocigroup reset GROUP --to earliest|latest|TIME | --by-duration D`: plan first (dry run), then --execute."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ocigroup_cli import console
+from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
+from ocigroup_cli.core.timespec import parse_duration_ms, parse_time_ms
+from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.ops.reset import Plan, Target, apply, plan
+
+COLUMNS = ["PARTITION", "INSTANCE", "COMMITTED", "RESUMES-AT", "WILL-RESUME-AT", "REPLAY", "SKIP"]
+
+
+def _table(p: Plan) -> object:
+    def count(n: int, capped: bool) -> str:
+        return f"≥{n}" if capped else str(n)
+
+    rows = [
+        [
+            x.partition,
+            x.instance,
+            x.committed_offset,
+            x.resume_now if x.resume_now is not None else "end",
+            x.resume_after if x.resume_after is not None else "end",
+            count(x.replay, x.capped),
+            count(x.skip, x.capped),
+        ]
+        for x in p.partitions
+    ]
+    return console.table(COLUMNS, rows, title=f"reset of group {p.group} on {p.stream} to {p.target.describe()}")
+
+
+def _target(to: str | None, by_duration: str | None, now_ms: int) -> Target:
+    if (to is None) == (by_duration is None):
+        raise UsageError("give exactly one of --to earliest|latest|TIME or --by-duration D.")
+    try:
+        if by_duration is not None:
+            return Target("AT_TIME", now_ms - parse_duration_ms(by_duration))
+        assert to is not None
+        if to.lower() in ("earliest", "trim_horizon"):
+            return Target("TRIM_HORIZON")
+        if to.lower() in ("latest", "end"):
+            return Target("LATEST")
+        return Target("AT_TIME", parse_time_ms(to, now_ms))
+    except ValueError as exc:
+        raise UsageError(f"{exc}.") from None
+
+
+def reset(
+    ctx: typer.Context,
+    group: Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")] = None,
+    to: Annotated[
+        str | None, typer.Option(help="earliest, latest, or a time (RFC 3339, date, epoch, 15m ago).")
+    ] = None,
+    by_duration: Annotated[str | None, typer.Option(help="Move back this long from now (e.g. 2h, PT30M).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the plan (the default).")] = False,
+    execute: Annotated[bool, typer.Option("--execute", help="Apply the reset with UpdateGroup.")] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (required when not on a TTY).")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Reset even while instances hold live reservations.")] = False,
+    output: OutputOption = None,
+) -> None:
+    """Plan a reset of every partition of GROUP, then apply it with --execute.
+
+    Example: ocigroup reset billing --to 2024-05-01T10:00:00Z            (plan)
+             ocigroup reset billing --to 2024-05-01T10:00:00Z --execute --yes
+    """
+    if dry_run and execute:
+        raise UsageError("--dry-run and --execute exclude each other.")
+    g = globals_of(ctx)
+    target = _target(to, by_duration, g.clock.time_ms())
+    profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
+    name = profile.require("group.name", "GROUP")
+    client, stream = connect(ctx, profile)
+    the_plan = plan(client, stream, name, target, g.clock.time_ms())
+    out = fmt(ctx, output)
+    if not execute:
+        console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
+        console.notice("dry run: nothing changed. Add --execute to apply this reset.")
+        return
+    if the_plan.live_instances and not force:
+        console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
+        raise OcigroupError(
+            f"group {name!r} has live instances ({', '.join(the_plan.live_instances)}): a reset moves them too.",
+            "stop them first, or pass --force to reset anyway",
+        )
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("refusing to reset without --yes when not on a terminal.")
+        console.out().print(_table(the_plan))
+        if not typer.confirm(f"Reset group {name!r} to {target.describe()}?", default=False):
+            raise OcigroupError("reset cancelled; nothing changed.")
+    record = apply(client, stream, the_plan, g.clock.time_ms())
+    rows = [[r["partition"], r["committed_before"], r["committed_after"]] for r in record["result"]]
+    console.emit(record, out, lambda: console.table(["PARTITION", "BEFORE", "AFTER"], rows, title="reset applied"))
+    console.notice(f"reset applied; record written to {record['record_file']}")

@@ -1,0 +1,136 @@
+"""Plan and apply a group reset (UpdateGroup). The plan is computed with partition cursors: for every partition,
+where the group resumes now, where it will resume after the reset, and how many messages that replays or skips."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ocigroup_cli.client.streaming import Reservation, StreamInfo, StreamingClient
+from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.paths import state_dir
+
+COUNT_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # TRIM_HORIZON | LATEST | AT_TIME
+    time_ms: int | None = None
+
+    def describe(self) -> str:
+        return {"TRIM_HORIZON": "earliest", "LATEST": "latest"}.get(self.kind) or ms_to_rfc3339(self.time_ms or 0)
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    partition: int
+    committed_offset: int | None
+    instance: str | None
+    resume_now: int | None  # first offset the group would read now (None = at the end)
+    resume_after: int | None  # first offset it reads after the reset (None = at the end)
+    replay: int  # messages read again
+    skip: int  # messages never read
+    capped: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    stream: str
+    group: str
+    target: Target
+    partitions: list[PartitionPlan]
+    live_instances: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stream": self.stream,
+            "group": self.group,
+            "target": self.target.describe(),
+            "live_instances": self.live_instances,
+            "partitions": [asdict(p) for p in self.partitions],
+        }
+
+
+def _first(client: StreamingClient, stream: StreamInfo, cursor: str) -> int | None:
+    messages, _ = client.get_messages(stream, cursor, limit=1)
+    return messages[0].offset if messages else None
+
+
+def _count(
+    client: StreamingClient, stream: StreamInfo, partition: int, start: int, stop: int | None
+) -> tuple[int, bool]:
+    """Messages with start <= offset < stop (stop None = to the end), counted up to COUNT_CAP."""
+    cursor = client.create_cursor(stream, partition, "AT_OFFSET", offset=start)
+    messages, _ = client.get_messages(stream, cursor, limit=COUNT_CAP)
+    n = sum(1 for m in messages if stop is None or m.offset < stop)
+    return n, len(messages) >= COUNT_CAP and (stop is None or messages[-1].offset < stop)
+
+
+def _resume_now(client: StreamingClient, stream: StreamInfo, p: int, committed: int | None) -> int | None:
+    try:
+        if committed is not None:
+            return _first(client, stream, client.create_cursor(stream, p, "AFTER_OFFSET", offset=committed))
+    except OcigroupError as exc:
+        if "400" not in exc.message:
+            raise
+    return _first(client, stream, client.create_cursor(stream, p, "TRIM_HORIZON"))
+
+
+def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Target, now_ms: int) -> Plan:
+    reservations = {r.partition: r for r in client.get_group(stream, group)}
+    live = sorted({r.instance for r in reservations.values() if _live(r, now_ms) and r.instance})
+    parts = []
+    for p in range(stream.partitions):
+        r = reservations.get(p)
+        committed = r.committed_offset if r else None
+        now_at = _resume_now(client, stream, p, committed)
+        after_at = _first(client, stream, client.create_cursor(stream, p, target.kind, time_ms=target.time_ms))
+        replay = skip = 0
+        capped = False
+        if now_at != after_at:
+            if after_at is not None and (now_at is None or after_at < now_at):
+                replay, capped = _count(client, stream, p, after_at, now_at)
+            elif now_at is not None:
+                skip, capped = _count(client, stream, p, now_at, after_at)
+        parts.append(
+            PartitionPlan(
+                p, committed, r.instance if r and _live(r, now_ms) else None, now_at, after_at, replay, skip, capped
+            )
+        )
+    return Plan(stream.name, group, target, parts, live)
+
+
+def _live(r: Reservation, now_ms: int) -> bool:
+    return r.instance is not None and (r.reserved_until_ms or 0) >= now_ms
+
+
+def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: int) -> dict[str, Any]:
+    """Run UpdateGroup, re-read the group, and record before → after in the state directory."""
+    client.update_group(stream, the_plan.group, the_plan.target.kind, the_plan.target.time_ms)
+    after = {r.partition: r.committed_offset for r in client.get_group(stream, the_plan.group)}
+    record = {
+        **the_plan.to_json(),
+        "stream_id": stream.id,
+        "executed_at": ms_to_rfc3339(now_ms),
+        "result": [
+            {
+                "partition": p.partition,
+                "committed_before": p.committed_offset,
+                "committed_after": after.get(p.partition),
+            }
+            for p in the_plan.partitions
+        ],
+    }
+    folder = state_dir() / "resets"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{ms_to_rfc3339(now_ms).replace(':', '')}-{_safe(the_plan.group)}.json"
+    path.write_text(json.dumps(record, indent=2))
+    record["record_file"] = str(path)
+    return record
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]

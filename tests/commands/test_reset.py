@@ -1,0 +1,89 @@
+"""reset: plan with partition cursors, refuse live groups, confirm rules, execute and record before → after."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def stream_id(sdk):
+    return sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+
+
+def consume_all(sdk, sid, group, instance, timeout_ms=1000):
+    cur = sdk.group_cursor(sid, group, instance, timeout_in_ms=timeout_ms)
+    for _ in range(10):
+        msgs, cur = sdk.get(sid, cur)
+        if not msgs:
+            break
+    return cur
+
+
+def test_dry_run_is_the_default_and_counts_replay(cli, sdk, clock):
+    sid = stream_id(sdk)
+    sdk.put(sid, [("one-key", f"m{i}") for i in range(20)])
+    consume_all(sdk, sid, "billing", "a")
+    clock.advance_ms(2000)  # the instance's reservation lapses
+    before = sdk.group(sid, "billing")
+    r = cli("reset", "--to", "earliest", "-o", "json")
+    assert r.code == 0 and "dry run" in r.err
+    plan = json.loads(r.out)
+    assert sum(p["replay"] for p in plan["partitions"]) == 20 and plan["live_instances"] == []
+    after = sdk.group(sid, "billing")
+    assert {p: r.committed_offset for p, r in after.items()} == {p: r.committed_offset for p, r in before.items()}
+
+
+def test_execute_moves_the_group_and_records_it(cli, sdk, clock):
+    sid = stream_id(sdk)
+    sdk.put(sid, [("one-key", f"m{i}") for i in range(20)])
+    consume_all(sdk, sid, "billing", "a")
+    clock.advance_ms(2000)
+    r = cli("reset", "--to", "earliest", "--execute", "--yes", "-o", "json")
+    assert r.code == 0, r.err
+    record = json.loads(r.out)
+    moved = [x for x in record["result"] if x["committed_before"] is not None]
+    assert moved and all(x["committed_after"] is None for x in moved)
+    assert Path(record["record_file"]).exists()
+    assert Path(record["record_file"]).parent == Path(os.environ["OCIGROUP_STATE_DIR"]) / "resets"
+    msgs, _ = sdk.get(sid, sdk.group_cursor(sid, "billing", "b"))
+    assert len(msgs) == 20  # everything is read again
+
+
+def test_reset_to_a_time_and_by_duration_skip_counts(cli, sdk, clock):
+    sid = stream_id(sdk)
+    sdk.put(sid, [("one-key", f"old{i}") for i in range(5)])
+    clock.advance_ms(3_600_000)
+    sdk.put(sid, [("one-key", f"new{i}") for i in range(3)])
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=1000)
+    clock.advance_ms(2000)
+    plan = json.loads(cli("reset", "--by-duration", "30m", "-o", "json").out)
+    assert sum(p["skip"] for p in plan["partitions"]) == 5
+    r = cli("reset", "--to", "latest", "--execute", "--yes", "-o", "json")
+    assert r.code == 0
+    assert sdk.get(sid, sdk.group_cursor(sid, "billing", "b"))[0] == []
+
+
+def test_live_instances_block_execute_unless_forced(cli, sdk):
+    sid = stream_id(sdk)
+    sdk.group_cursor(sid, "billing", "busy")
+    r = cli("reset", "--to", "latest", "--execute", "--yes")
+    assert r.code == 1 and "live instances (busy)" in r.err and "--force" in r.err
+    assert cli("reset", "--to", "latest", "--execute", "--yes", "--force").code == 0
+
+
+def test_execute_without_yes_off_a_tty_is_refused(cli, sdk, clock):
+    sid = stream_id(sdk)
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=1000)
+    clock.advance_ms(2000)
+    r = cli("reset", "--to", "latest", "--execute")
+    assert r.code == 2 and "--yes" in r.err
+
+
+def test_bad_reset_arguments(cli, sdk):
+    sdk.group_cursor(stream_id(sdk), "billing", "a")
+    assert cli("reset").code == 2
+    assert cli("reset", "--to", "latest", "--by-duration", "1h").code == 2
+    assert cli("reset", "--to", "someday").code == 2
+    assert cli("reset", "--to", "latest", "--dry-run", "--execute").code == 2
+    assert cli("reset", "missing-group", "--to", "latest").code == 1
