@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ocigroup_cli import __version__, console
-from ocigroup_cli.commands import cursor, emulator, inspect, profile, publish, reset, streams
+from ocigroup_cli.commands import cursor, emulator, inspect, profile, publish, reset, streams, tail
 from ocigroup_cli.commands.common import Globals
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import ExitCode, OcigroupError, UsageError
@@ -31,6 +31,7 @@ app.add_typer(cursor.app, name="cursor")
 app.command(name="publish")(publish.publish)
 app.command(name="inspect")(inspect.inspect)
 app.command(name="reset")(reset.reset)
+app.command(name="tail")(tail.tail)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,251 @@
+"""Run one consumer-group instance: read, hand each message to a sink, commit only what the sink took.
+
+At least once: a batch counts as consumed only after every message of it was written and flushed. With
+commit-on-get the next GetMessages commits it; on exit (or with manual commits, after each batch) an explicit
+ConsumerCommit does. A batch interrupted half-way is never committed, so it is delivered again.
+
+Heartbeats run on a small thread beside the writer, so a slow or blocked downstream pipe does not cost the
+instance its partitions; if one batch stays in the writer's hands longer than max_processing_s the thread
+stops heartbeating and the partitions go to other instances (Kafka's max.poll.interval.ms).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
+from ocigroup_cli.core import backoff
+from ocigroup_cli.core.clock import Clock, perf_counter
+from ocigroup_cli.core.session import Rules
+from ocigroup_cli.errors import OcigroupError, TransientError
+
+IDLE_WAIT_S = 0.25  # between empty reads; stays under the service's 5 GET/s per partition
+ASSIGNMENT_CHECK_S = 2.0
+
+
+@dataclass(frozen=True)
+class TailOptions:
+    group: str
+    instance: str
+    rules: Rules
+    start: str = "TRIM_HORIZON"
+    start_time_ms: int | None = None
+    commit_on_get: bool = True
+    timeout_ms: int = 30_000
+    batch_limit: int | None = None
+    max_messages: int | None = None
+    until_end: bool = False
+
+
+@dataclass
+class TailStats:
+    written: int = 0
+    batches: int = 0
+    rebalances: int = 0
+    held: tuple[int, ...] = ()
+    committed_batches: int = 0
+    started: float = field(default_factory=perf_counter)
+
+    def rate(self) -> float:
+        return self.written / max(1e-9, perf_counter() - self.started)
+
+
+class Tail:
+    def __init__(
+        self,
+        client: StreamingClient,
+        stream: StreamInfo,
+        options: TailOptions,
+        clock: Clock,
+        write: Callable[[Message], None],
+        flush: Callable[[], None],
+        notice: Callable[[str], None],
+        status: Callable[[TailStats], None] | None = None,
+    ) -> None:
+        self.client, self.stream, self.opts, self.clock = client, stream, options, clock
+        self.write, self.flush, self.notice, self.status = write, flush, notice, status
+        self.stats = TailStats()
+        self.lock = threading.Lock()  # one request at a time: the transport and the cursor are shared
+        self.cursor = ""
+        self.last_contact = clock.monotonic()
+        self.batch_started: float | None = None
+        self.uncommitted = False  # the cursor carries a fully written batch not committed yet
+        self._stop = threading.Event()
+        self._gave_up = False
+        self._rng = random.Random()
+
+    # -- requests (always under the lock) ----------------------------------------------------------------
+
+    def _join(self) -> None:
+        o = self.opts
+        self.cursor = self.client.create_group_cursor(
+            self.stream, o.group, o.instance, o.start, o.start_time_ms, o.commit_on_get, o.timeout_ms
+        )
+        self.last_contact = self.clock.monotonic()
+
+    def _read(self, limit: int | None) -> list[Message]:
+        """GetMessages with recovery: a refused cursor is recreated, an outage is waited out."""
+        attempt = 0
+        while True:
+            try:
+                with self.lock:
+                    messages, self.cursor = self.client.get_messages(self.stream, self.cursor, limit)
+                    self.last_contact = self.clock.monotonic()
+                    if self._gave_up:
+                        self._gave_up = False
+                        self.notice("output moving again: rejoined the group")
+                    return messages
+            except TransientError as exc:
+                attempt += 1
+                if attempt == 1:
+                    self.notice(f"service unavailable, retrying until it answers: {exc.message}")
+                self.clock.sleep(backoff.delay(attempt, self._rng))
+            except OcigroupError as exc:
+                if " 400 " not in f" {exc.message} " and "InvalidParameter" not in exc.message:
+                    raise
+                self.notice("cursor refused (expired or from an earlier run): joining the group again")
+                with self.lock:
+                    self._join()
+                    self.uncommitted = False
+
+    def _commit(self) -> None:
+        with self.lock:
+            self.cursor = self.client.commit(self.stream, self.cursor)
+            self.last_contact = self.clock.monotonic()
+            self.uncommitted = False
+            self.stats.committed_batches += 1
+
+    def _check_assignment(self) -> None:
+        with self.lock:
+            mine = tuple(
+                r.partition
+                for r in self.client.get_group(self.stream, self.opts.group)
+                if r.instance == self.opts.instance
+            )
+        if mine != self.stats.held:
+            if self.stats.batches or self.stats.held:
+                self.stats.rebalances += 1
+            self.notice(f"partitions held: {_names(mine)} (was {_names(self.stats.held)})")
+            self.stats.held = mine
+
+    # -- heartbeat thread ---------------------------------------------------------------------------------
+
+    def _heartbeats(self) -> None:
+        rules = self.opts.rules
+        while not self._stop.wait(rules.next_wake(self.last_contact, self.clock.monotonic())):
+            now = self.clock.monotonic()
+            if rules.stalled(self.batch_started, now):
+                if not self._gave_up:
+                    self._gave_up = True
+                    self.notice(
+                        f"output stalled for over {rules.max_processing_s:.0f}s: no more heartbeats, "
+                        "the partitions will go to other instances"
+                    )
+                continue
+            if not rules.heartbeat_due(self.last_contact, now) or not self.lock.acquire(blocking=False):
+                continue
+            try:
+                self.cursor = self.client.heartbeat(self.stream, self.cursor)
+                self.last_contact = self.clock.monotonic()
+            except OcigroupError as exc:
+                self.notice(f"heartbeat failed: {exc.message}")
+            finally:
+                self.lock.release()
+
+    # -- the loop -----------------------------------------------------------------------------------------
+
+    def run(self) -> TailStats:
+        o = self.opts
+        start_ms = self.clock.time_ms()
+        with self.lock:
+            self._join()
+        beat = threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True)
+        beat.start()
+        checked = -1e9
+        caught_up: set[int] = set()
+        try:
+            while True:
+                if self.clock.monotonic() - checked >= ASSIGNMENT_CHECK_S:
+                    self._check_assignment()
+                    checked = self.clock.monotonic()
+                limit = o.batch_limit
+                if o.max_messages is not None:
+                    limit = min(limit or 10_000, o.max_messages - self.stats.written)
+                messages = self._read(limit)
+                if not messages:
+                    if o.until_end:
+                        break
+                    self.clock.sleep(IDLE_WAIT_S)
+                    continue
+                self.batch_started = self.clock.monotonic()
+                for m in messages:
+                    self.write(m)
+                self.flush()
+                self.batch_started = None
+                self.uncommitted = True
+                self.stats.written += len(messages)
+                self.stats.batches += 1
+                if not o.commit_on_get:
+                    self._commit()
+                if self.status:
+                    self.status(self.stats)
+                if o.max_messages is not None and self.stats.written >= o.max_messages:
+                    break
+                if o.until_end:
+                    caught_up |= {m.partition for m in messages if m.timestamp_ms >= start_ms}
+                    if self.stats.held and set(self.stats.held) <= caught_up:
+                        break
+        finally:
+            self._stop.set()
+            beat.join(timeout=5)
+            if self.uncommitted:  # the last batch was fully written: commit it before leaving
+                try:
+                    self._commit()
+                except OcigroupError as exc:
+                    self.notice(f"final commit failed ({exc.message}); the last batch will be delivered again")
+        return self.stats
+
+
+def _names(partitions: tuple[int, ...]) -> str:
+    return ", ".join(map(str, partitions)) or "none"
+
+
+def peek(
+    client: StreamingClient,
+    stream: StreamInfo,
+    group: str,
+    write: Callable[[Message], None],
+    flush: Callable[[], None],
+    max_messages: int | None = None,
+) -> int:
+    """Read from the group's committed offsets with partition cursors, without joining or committing."""
+    committed = {r.partition: r.committed_offset for r in client.get_group(stream, group)}
+    cursors = {}
+    for p in range(stream.partitions):
+        c = committed.get(p)
+        try:
+            cursors[p] = (
+                client.create_cursor(stream, p, "AFTER_OFFSET", offset=c)
+                if c is not None
+                else client.create_cursor(stream, p, "TRIM_HORIZON")
+            )
+        except OcigroupError:
+            cursors[p] = client.create_cursor(stream, p, "TRIM_HORIZON")
+    written = 0
+    while cursors:
+        for p in list(cursors):
+            limit = None if max_messages is None else max_messages - written
+            messages, cursors[p] = client.get_messages(stream, cursors[p], limit)
+            if not messages:
+                del cursors[p]
+                continue
+            for m in messages:
+                write(m)
+            flush()
+            written += len(messages)
+            if max_messages is not None and written >= max_messages:
+                return written
+    return written
