@@ -13,7 +13,7 @@ from ocigroup_cli import __version__, console
 from ocigroup_cli.commands import cursor, emulator, inspect, profile, publish, reset, streams, tail
 from ocigroup_cli.commands.common import Globals
 from ocigroup_cli.core.clock import Clock
-from ocigroup_cli.errors import ExitCode, OcigroupError, UsageError
+from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, UsageError
 from ocigroup_cli.paths import state_dir
 
 app = typer.Typer(
@@ -97,6 +97,9 @@ def run(argv: list[str] | None = None, clock: Clock | None = None) -> int:
         obj = Globals(clock=clock) if clock is not None else None
         code = app(args=argv, prog_name="ocigroup", standalone_mode=False, obj=obj)
         return code if isinstance(code, int) else ExitCode.OK
+    except Interrupted as exc:  # a normal way to stop a long-running command: say so, without "error:"
+        console.notice(exc.message)
+        return exc.exit_code
     except OcigroupError as exc:
         console.error(exc.message, exc.hint)
         return exc.exit_code

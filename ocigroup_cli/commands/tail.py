@@ -180,9 +180,7 @@ def tail(
         raise Interrupted("interrupted; everything written was committed, nothing unwritten was.") from None
 
 
-def _guard_live(
-    client: StreamingClient, stream: StreamInfo, group: str, me: str, join_live: bool, now_ms: int
-) -> None:
+def _guard_live(client: StreamingClient, stream: StreamInfo, group: str, me: str, join_live: bool, now_ms: int) -> None:
     try:
         reservations = client.get_group(stream, group)
     except OcigroupError as exc:

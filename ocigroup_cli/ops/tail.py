@@ -168,7 +168,7 @@ class Tail:
         caught_up: set[int] = set()
         try:
             while True:
-                if self.clock.monotonic() - checked >= ASSIGNMENT_CHECK_S:
+                if self.clock.monotonic() - checked >= min(ASSIGNMENT_CHECK_S, o.rules.heartbeat_s):
                     self._check_assignment()
                     checked = self.clock.monotonic()
                 limit = o.batch_limit
@@ -195,7 +195,7 @@ class Tail:
                 if o.max_messages is not None and self.stats.written >= o.max_messages:
                     break
                 if o.until_end:
-                    caught_up |= {m.partition for m in messages if m.timestamp_ms >= start_ms}
+                    caught_up |= {m.partition for m in messages if m.timestamp_ms > start_ms}
                     if self.stats.held and set(self.stats.held) <= caught_up:
                         break
         finally:

@@ -1,0 +1,92 @@
+"""Two `ocigroup tail` OS processes share a group: a rebalance happens and no message is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ocigroup_cli.core.clock import SystemClock
+from tests.conftest import Sdk, start_server, write_config
+
+
+def spawn(config: str, instance: str, out: Path, env: dict) -> subprocess.Popen:
+    with out.open("wb") as stdout, out.with_suffix(".err").open("wb") as stderr:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ocigroup_cli",
+                "--config",
+                config,
+                "tail",
+                "--instance",
+                instance,
+                "--format",
+                "json",
+                "--join-live",
+                "--batch-limit",
+                "20",
+            ],
+            stdout=stdout,
+            stderr=stderr,
+            env=env,
+        )
+
+
+def values(path: Path) -> list[str]:
+    return [json.loads(line)["value"] for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def wait_for(predicate, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_two_instances_rebalance_and_lose_nothing(api_key, tmp_path):
+    server = start_server(api_key, SystemClock())
+    procs = []
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=4, name="orders")
+        config = write_config(tmp_path, api_key, server.url, group__name="g", group__timeout_ms=3000)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        sent = [f"a{i}" for i in range(300)]
+        sdk.put(sid, [(f"k{i}", v) for i, v in enumerate(sent)])
+        a_out, b_out = tmp_path / "a.out", tmp_path / "b.out"
+        procs.append(spawn(config, "A", a_out, env))
+        assert wait_for(lambda: len(values(a_out)) > 0, 20), a_out.with_suffix(".err").read_text()
+        procs.append(spawn(config, "B", b_out, env))
+        assert wait_for(
+            lambda: (
+                "partitions held: " in b_out.with_suffix(".err").read_text()
+                and "(was none)" in b_out.with_suffix(".err").read_text()
+            ),
+            20,
+        )
+        more = [f"b{i}" for i in range(300)]
+        sdk.put(sid, [(f"k{i}", v) for i, v in enumerate(more)])
+        everything = set(sent + more)
+        assert wait_for(lambda: everything <= set(values(a_out)) | set(values(b_out)), 30)
+        owners = {r.reserved_instance for r in sdk.group(sid, "g").values()}
+        assert owners == {"A", "B"}
+        assert wait_for(lambda: a_out.with_suffix(".err").read_text().count("partitions held:") >= 2, 10)
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        codes = [p.wait(timeout=20) for p in procs]
+        server.stop()
+    assert codes == [130, 130]
+    a_err = a_out.with_suffix(".err").read_text()
+    assert "Traceback" not in a_err and "Traceback" not in b_out.with_suffix(".err").read_text()
+    # A started with all four partitions and gave two up when B joined
+    assert "partitions held: 0, 1, 2, 3 (was none)" in a_err
+    assert a_err.count("partitions held:") >= 2
