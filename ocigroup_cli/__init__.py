@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = version("ocigroup")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+def __getattr__(name: str) -> str:
+    # computed on first use: reading package metadata costs ~20 ms, too much for every start
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("ocigroup")
+        except PackageNotFoundError:  # a source tree that was never installed
+            return "0.0.0+unknown"
+    raise AttributeError(name)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import platform
 import sys
-import traceback
 from typing import Annotated
 
 import typer
 
-from ocigroup_cli import __version__, console
+from ocigroup_cli import console
 from ocigroup_cli.commands import cursor, emulator, inspect, profile, publish, reset, streams, tail
 from ocigroup_cli.commands.common import Globals
 from ocigroup_cli.core.clock import Clock
@@ -22,6 +20,7 @@ app = typer.Typer(
     "with a bundled local emulator.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     add_completion=True,
 )
 app.add_typer(emulator.app, name="emulator")
@@ -36,6 +35,8 @@ app.command(name="tail")(tail.tail)
 
 def _version(value: bool) -> None:
     if value:
+        from ocigroup_cli import __version__
+
         console.data_line(f"ocigroup {__version__}")
         raise typer.Exit()
 
@@ -78,10 +79,15 @@ def root(
 
 
 def _crash_log() -> str:
+    import platform
+    import traceback
+
     path = state_dir() / "crash.log"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
+            from ocigroup_cli import __version__
+
             fh.write(f"ocigroup {__version__} on Python {platform.python_version()} ({platform.platform()})\n")
             fh.write(f"argv: {sys.argv[1:]!r}\n")
             fh.write(traceback.format_exc(limit=30))

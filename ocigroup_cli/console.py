@@ -6,10 +6,11 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 _err: Console | None = None
 _out: Console | None = None
@@ -20,6 +21,8 @@ FORMATS = ("table", "json", "yaml")
 def err() -> Console:
     global _err
     if _err is None:
+        from rich.console import Console
+
         _err = Console(stderr=True, highlight=False, no_color="NO_COLOR" in os.environ, soft_wrap=True)
     return _err
 
@@ -27,13 +30,16 @@ def err() -> Console:
 def out() -> Console:
     global _out
     if _out is None:
+        from rich.console import Console
+
         _out = Console(highlight=False, no_color="NO_COLOR" in os.environ, soft_wrap=True)
     return _out
 
 
 def notice(message: str) -> None:
     if not QUIET:
-        err().print(message, markup=False)
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
 
 
 def warn(message: str) -> None:
@@ -59,6 +65,8 @@ def output_format(requested: str | None) -> str:
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, show_edge=False, header_style="bold", box=None, pad_edge=False)
     for c in columns:
         t.add_column(c, justify="right" if c in ("PARTITION", "OFFSET", "COMMITTED", "LAG", "MESSAGES") else "left")

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
-from ocigroup_cli.config import Profile, resolve
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import UsageError
+
+if TYPE_CHECKING:  # imported inside the functions: `--help` must not pay for the client
+    from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+    from ocigroup_cli.config import Profile
 
 
 @dataclass
@@ -32,12 +34,15 @@ def globals_of(ctx: typer.Context) -> Globals:
 
 
 def load_profile(ctx: typer.Context, **overrides: tuple[Any, str]) -> Profile:
+    from ocigroup_cli.config import resolve
+
     g = globals_of(ctx)
     return resolve(g.config, g.profile, {**g.overrides, **overrides})
 
 
 def client_for(ctx: typer.Context, profile: Profile) -> StreamingClient:
     """A client for the profile (starting the local emulator when the profile is `local`)."""
+    from ocigroup_cli.client.streaming import StreamingClient
     from ocigroup_cli.ops import local
 
     g = globals_of(ctx)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
 from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import OcigroupError, UsageError
+
+if TYPE_CHECKING:
+    from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
 
 app = typer.Typer(help="Create group cursors and partition cursors.", no_args_is_help=True)
 GROUP_TYPES = ("TRIM_HORIZON", "LATEST", "AT_TIME")

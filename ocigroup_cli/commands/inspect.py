@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,7 +11,11 @@ from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of,
 from ocigroup_cli.core.balance import moves
 from ocigroup_cli.core.timespec import parse_duration_ms
 from ocigroup_cli.errors import ThresholdExceeded, UsageError
-from ocigroup_cli.ops.inspect import DEFAULT_LAG_CAP, GroupView, describe
+
+if TYPE_CHECKING:
+    from ocigroup_cli.ops.inspect import GroupView
+
+DEFAULT_LAG_CAP = 1000  # keep in step with ops.inspect (checked by a test)
 
 COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "NEXT", "LAG", "TIME-LAG"]
 
@@ -75,6 +79,8 @@ def inspect(
         time_limit = None if fail_on_time_lag is None else parse_duration_ms(fail_on_time_lag) / 1000
     except ValueError as exc:
         raise UsageError(f"{exc}.") from None
+    from ocigroup_cli.ops.inspect import describe
+
     g = globals_of(ctx)
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
     name = profile.require("group.name", "GROUP")

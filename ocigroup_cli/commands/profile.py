@@ -9,7 +9,6 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile
-from ocigroup_cli.config import SCHEMA, resolve
 
 app = typer.Typer(help="Show and check profiles.", no_args_is_help=True)
 
@@ -17,6 +16,8 @@ app = typer.Typer(help="Show and check profiles.", no_args_is_help=True)
 @app.command()
 def show(ctx: typer.Context, output: OutputOption = None) -> None:
     """Print every resolved setting of the active profile and its source (secrets redacted)."""
+    from ocigroup_cli.config import SCHEMA
+
     profile = load_profile(ctx)
     rows = []
     for key, spec in SCHEMA.items():
@@ -43,6 +44,7 @@ def validate(
 ) -> None:
     """Check a profile file: every profile in it must resolve. Exit 2 with file:line on the first problem."""
     from ocigroup_cli import yamlfile
+    from ocigroup_cli.config import resolve
     from ocigroup_cli.paths import config_path
 
     g = globals_of(ctx)

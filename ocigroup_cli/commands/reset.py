@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,7 +11,9 @@ from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
 from ocigroup_cli.core.timespec import parse_duration_ms, parse_time_ms
 from ocigroup_cli.errors import OcigroupError, UsageError
-from ocigroup_cli.ops.reset import Plan, Target, apply, plan
+
+if TYPE_CHECKING:
+    from ocigroup_cli.ops.reset import Plan, Target
 
 COLUMNS = ["PARTITION", "INSTANCE", "COMMITTED", "RESUMES-AT", "WILL-RESUME-AT", "REPLAY", "SKIP"]
 
@@ -36,6 +38,8 @@ def _table(p: Plan) -> object:
 
 
 def _target(to: str | None, by_duration: str | None, now_ms: int) -> Target:
+    from ocigroup_cli.ops.reset import Target
+
     if (to is None) == (by_duration is None):
         raise UsageError("give exactly one of --to earliest|latest|TIME or --by-duration D.")
     try:
@@ -71,6 +75,8 @@ def reset(
     Example: ocigroup reset billing --to 2024-05-01T10:00:00Z            (plan)
              ocigroup reset billing --to 2024-05-01T10:00:00Z --execute --yes
     """
+    from ocigroup_cli.ops.reset import apply, plan
+
     if dry_run and execute:
         raise UsageError("--dry-run and --execute exclude each other.")
     g = globals_of(ctx)

@@ -9,17 +9,19 @@ import signal
 import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
 from ocigroup_cli.commands.common import connect, globals_of, load_profile
 from ocigroup_cli.core.session import Rules
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import Interrupted, OcigroupError, UsageError
-from ocigroup_cli.ops.tail import Tail, TailOptions, TailStats, peek
+
+if TYPE_CHECKING:
+    from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
+    from ocigroup_cli.ops.tail import TailStats
 
 FORMATS = ("value", "json", "template")
 ENCODINGS = ("utf8", "base64", "hex")
@@ -121,6 +123,8 @@ def tail(
             raise UsageError(
                 f"--template: unknown field {exc}; use partition, offset, timestamp, key, value."
             ) from None
+    from ocigroup_cli.ops.tail import Tail, TailOptions, peek
+
     g = globals_of(ctx)
     start, start_ms = "TRIM_HORIZON", None
     if from_ is not None:
@@ -147,8 +151,8 @@ def tail(
     line = formatter(format_, encoding, template)
     out = sys.stdout.buffer
 
-    def write(m: Message) -> None:
-        out.write(line(m))
+    def write(batch: list[Message]) -> None:
+        out.write(b"".join(map(line, batch)))
 
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

@@ -6,6 +6,7 @@ cursor, up to a cap (reported as "at least N" when reached).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import OcigroupError
 
 DEFAULT_LAG_CAP = 1000
+LAG_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -91,16 +93,45 @@ def _lag(
     return len(messages), len(messages) >= cap, messages[0].offset, max(0.0, (now_ms - messages[0].timestamp_ms) / 1000)
 
 
+def _lags(
+    client: StreamingClient, stream: StreamInfo, committed: dict[int, int | None], cap: int, now_ms: int
+) -> dict[int, tuple[int, bool, int | None, float]]:
+    """Lag of every partition, read on up to LAG_THREADS connections at once (reads wait on the network)."""
+    partitions = sorted(committed)
+    workers = min(LAG_THREADS, len(partitions))
+    if workers <= 1:
+        return {p: _lag(client, stream, p, committed[p], cap, now_ms) for p in partitions}
+    clients = [client] + [client.clone() for _ in range(workers - 1)]
+    shards = [partitions[i::workers] for i in range(workers)]
+
+    def run(i: int) -> dict[int, tuple[int, bool, int | None, float]]:
+        return {p: _lag(clients[i], stream, p, committed[p], cap, now_ms) for p in shards[i]}
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results: dict[int, tuple[int, bool, int | None, float]] = {}
+            for part in pool.map(run, range(workers)):
+                results.update(part)
+            return results
+    finally:
+        for c in clients[1:]:
+            c.close()
+
+
 def describe(
     client: StreamingClient, stream: StreamInfo, group: str, now_ms: int, lag_cap: int = DEFAULT_LAG_CAP
 ) -> GroupView:
     reservations = {r.partition: r for r in client.get_group(stream, group)}
+    committed_of = {
+        p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)
+    }
+    lags = _lags(client, stream, committed_of, lag_cap, now_ms)
     views = []
     for p in range(stream.partitions):
         r = reservations.get(p)
         live = r is not None and r.instance is not None and (r.reserved_until_ms or 0) >= now_ms
-        committed = r.committed_offset if r else None
-        count, capped, next_offset, time_lag = _lag(client, stream, p, committed, lag_cap, now_ms)
+        committed = committed_of[p]
+        count, capped, next_offset, time_lag = lags[p]
         views.append(
             PartitionView(
                 partition=p,

@@ -1,4 +1,4 @@
-"""Run one consumer-group instance: read, hand each message to a sink, commit only what the sink took.
+"""Run one consumer-group instance: read, hand each batch to a sink, commit only what the sink took.
 
 At least once: a batch counts as consumed only after every message of it was written and flushed. With
 commit-on-get the next GetMessages commits it; on exit (or with manual commits, after each batch) an explicit
@@ -60,7 +60,7 @@ class Tail:
         stream: StreamInfo,
         options: TailOptions,
         clock: Clock,
-        write: Callable[[Message], None],
+        write: Callable[[list[Message]], None],
         flush: Callable[[], None],
         notice: Callable[[str], None],
         status: Callable[[TailStats], None] | None = None,
@@ -181,8 +181,7 @@ class Tail:
                     self.clock.sleep(IDLE_WAIT_S)
                     continue
                 self.batch_started = self.clock.monotonic()
-                for m in messages:
-                    self.write(m)
+                self.write(messages)
                 self.flush()
                 self.batch_started = None
                 self.uncommitted = True
@@ -217,7 +216,7 @@ def peek(
     client: StreamingClient,
     stream: StreamInfo,
     group: str,
-    write: Callable[[Message], None],
+    write: Callable[[list[Message]], None],
     flush: Callable[[], None],
     max_messages: int | None = None,
 ) -> int:
@@ -242,8 +241,7 @@ def peek(
             if not messages:
                 del cursors[p]
                 continue
-            for m in messages:
-                write(m)
+            write(messages)
             flush()
             written += len(messages)
             if max_messages is not None and written >= max_messages:

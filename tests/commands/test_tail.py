@@ -104,7 +104,7 @@ def test_heartbeats_keep_partitions_while_the_writer_is_blocked(realtime):
     sdk.put(sid, [("k", "first"), ("k", "second")])
     owners_during_block = []
 
-    def slow_write(m):
+    def slow_write(batch):
         if not owners_during_block:
             SystemClock().sleep(2.0)  # twice the 1 s timeout
             owners_during_block.append({p: r.reserved_instance for p, r in sdk.group(sid, "g").items()})
@@ -122,7 +122,7 @@ def test_stalled_output_gives_partitions_up(realtime):
     sdk.put(sid, [("k", "m")])
     notes, seen = [], []
 
-    def stuck_write(m):
+    def stuck_write(batch):
         if not seen:
             SystemClock().sleep(2.5)  # > max processing (0.5 s) + timeout (1 s)
             seen.append({p: r.reserved_instance for p, r in sdk.group(sid, "g").items()})
@@ -146,10 +146,11 @@ def test_interrupted_batch_is_not_committed_and_comes_back(realtime):
     sdk.put(sid, [("k", f"m{i}") for i in range(10)])
     written = []
 
-    def breaks_after_three(m):
-        if len(written) == 3:
-            raise BrokenPipeError
-        written.append(m.offset)
+    def breaks_after_three(batch):
+        for m in batch:
+            if len(written) == 3:
+                raise BrokenPipeError
+            written.append(m.offset)
 
     with pytest.raises(BrokenPipeError):
         Tail(client(), stream, options("a"), SystemClock(), breaks_after_three, lambda: None, lambda n: None).run()
@@ -160,7 +161,7 @@ def test_interrupted_batch_is_not_committed_and_comes_back(realtime):
         stream,
         options("a", until_end=True),
         SystemClock(),
-        lambda m: again.append(m.offset),
+        lambda batch: again.extend(m.offset for m in batch),
         lambda: None,
         lambda n: None,
     ).run()
@@ -174,7 +175,7 @@ def test_expired_cursor_is_recreated(realtime):
     sdk.put(sid, [("k", "m")])
     notes = []
     tail = Tail(
-        client(), stream, options("a", max_messages=1), SystemClock(), lambda m: None, lambda: None, notes.append
+        client(), stream, options("a", max_messages=1), SystemClock(), lambda batch: None, lambda: None, notes.append
     )
     tail._join()
     tail.cursor = tail.cursor[:-4] + "AAAA"  # a cursor the service refuses

@@ -1,0 +1,242 @@
+"""CLI benchmark, all figures measured side by side in one run against one emulator process:
+
+1. `ocigroup --help` wall time (target median <= 0.15 s), and that it imports neither oci nor pyspark;
+2. `ocigroup inspect` against `oci streaming stream group get` for the same group (target <= 0.5x);
+3. client CPU per message of `ocigroup tail` against a plain oci SDK loop (GetMessages, decode each value)
+   at 1 KiB messages (target <= 1/3). CPU per message is the slope between two run sizes, so start-up
+   cost is not counted as per-message cost.
+
+Run: python -m benchmarks.cli_bench [--rounds 7] [--small 5000] [--large 45000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+SDK_LOOP = r"""
+import base64, sys, oci
+cfg = {"user": sys.argv[1], "tenancy": sys.argv[2], "fingerprint": sys.argv[3], "key_file": sys.argv[4],
+       "region": "us-ashburn-1"}
+client = oci.streaming.StreamClient(cfg, service_endpoint=sys.argv[5], retry_strategy=oci.retry.NoneRetryStrategy())
+stream, group, want = sys.argv[6], sys.argv[7], int(sys.argv[8])
+details = oci.streaming.models.CreateGroupCursorDetails(group_name=group, instance_name="sdk", type="TRIM_HORIZON")
+cursor = client.create_group_cursor(stream, details).data.value
+got = 0
+while got < want:
+    resp = client.get_messages(stream, cursor)
+    for m in resp.data:
+        base64.b64decode(m.value)
+        got += 1
+    cursor = resp.headers["opc-next-cursor"]
+"""
+
+
+def child_cpu(cmd: list[str], env: dict[str, str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, stdout=stdout, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def median_wall(cmd: list[str], env: dict[str, str], rounds: int) -> float:
+    return statistics.median(child_cpu(cmd, env)[0] for _ in range(rounds))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--small", type=int, default=5_000)
+    parser.add_argument("--large", type=int, default=45_000)
+    args = parser.parse_args()
+    exe = [sys.executable, "-m", "ocigroup_cli"]
+    oci_cli = shutil.which("oci", path=str(Path(sys.executable).parent))
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        env = {
+            **os.environ,
+            "OCIGROUP_STATE_DIR": str(tmp / "state"),
+            "OCI_CLI_SUPPRESS_FILE_PERMISSIONS_WARNING": "True",
+        }
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        from ocigroup_cli.emulator.auth import fingerprint
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key_file = tmp / "key.pem"
+        key_file.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        key_file.chmod(0o600)
+        (tmp / "pub.pem").write_bytes(
+            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+        fp = fingerprint(key.public_key())
+        tenancy, user = "ocid1.tenancy.oc1..bench", "ocid1.user.oc1..bench"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        server = subprocess.Popen(
+            [
+                *exe,
+                "emulator",
+                "serve",
+                "--port",
+                str(port),
+                "--data",
+                str(tmp / "emu.db"),
+                "--trusted-key",
+                str(tmp / "pub.pem"),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            for _ in range(200):
+                try:
+                    urllib.request.urlopen(f"{url}/_emulator/health", timeout=1).read()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            config = tmp / "ocigroup.yaml"
+            config.write_text(
+                yaml.safe_dump(
+                    {
+                        "default": "bench",
+                        "profiles": {
+                            "bench": {
+                                "endpoint": url,
+                                "auth": {
+                                    "method": "api_key",
+                                    "key_file": str(key_file),
+                                    "tenancy": tenancy,
+                                    "user": user,
+                                },
+                                "stream": {"name": "bench", "compartment": "ocid1.compartment.oc1..bench"},
+                                "group": {"name": "g"},
+                            }
+                        },
+                    }
+                )
+            )
+            oci_config = tmp / "oci-config"
+            oci_config.write_text(
+                f"[DEFAULT]\nuser={user}\ntenancy={tenancy}\nfingerprint={fp}\n"
+                f"key_file={key_file}\nregion=us-ashburn-1\n"
+            )
+            oci_config.chmod(0o600)
+            ocig = [*exe, "--config", str(config)]
+            subprocess.run(
+                [*ocig, "streams", "create", "bench", "--partitions", "4"],
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            value = base64.b64encode(os.urandom(768)).decode()  # 1 KiB of text per message
+            lines = "\n".join(f"{i:08d}{value}" for i in range(args.small + args.large)) + "\n"
+            subprocess.run([*ocig, "publish"], input=lines.encode(), env=env, check=True, stdout=subprocess.DEVNULL)
+            stream_id = yaml.safe_load(
+                subprocess.run(
+                    [*ocig, "streams", "show", "-o", "yaml"], env=env, capture_output=True, check=True
+                ).stdout
+            )["id"]
+            subprocess.run(
+                [*ocig, "cursor", "create", "g", "--instance", "bench"], env=env, check=True, stdout=subprocess.DEVNULL
+            )
+
+            help_s = median_wall([*exe, "--help"], env, args.rounds)
+            inspect_s = median_wall([*ocig, "inspect", "g", "-o", "json"], env, args.rounds)
+            oci_s = (
+                median_wall(
+                    [
+                        oci_cli,
+                        "--config-file",
+                        str(oci_config),
+                        "--endpoint",
+                        url,
+                        "--no-retry",
+                        "streaming",
+                        "stream",
+                        "group",
+                        "get",
+                        "--stream-id",
+                        stream_id,
+                        "--group-name",
+                        "g",
+                    ],
+                    env,
+                    args.rounds,
+                )
+                if oci_cli
+                else float("nan")
+            )
+
+            def tail_cpu(n: int, group: str) -> float:  # least of three runs: noise only ever adds CPU
+                return min(
+                    child_cpu([*ocig, "tail", f"{group}-{i}", "--instance", "bench", "-n", str(n)], env)[1]
+                    for i in range(3)
+                )
+
+            def sdk_cpu(n: int, group: str) -> float:
+                return min(
+                    child_cpu(
+                        [
+                            sys.executable,
+                            "-c",
+                            SDK_LOOP,
+                            user,
+                            tenancy,
+                            fp,
+                            str(key_file),
+                            url,
+                            stream_id,
+                            f"{group}-{i}",
+                            str(n),
+                        ],
+                        env,
+                    )[1]
+                    for i in range(3)
+                )
+
+            t_small, t_large = tail_cpu(args.small, "t1"), tail_cpu(args.large, "t2")
+            s_small, s_large = sdk_cpu(args.small, "s1"), sdk_cpu(args.large, "s2")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    span = args.large - args.small
+    tail_us, sdk_us = (t_large - t_small) / span * 1e6, (s_large - s_small) / span * 1e6
+    print(f"{'measurement':58} {'ours':>10} {'baseline':>10} {'ratio':>7}  target")
+    print(f"{'ocigroup --help (median wall)':58} {help_s:9.3f}s {'':>10} {'':>7}  <= 0.150 s")
+    print(
+        f"{'inspect vs oci streaming stream group get (median wall)':58} {inspect_s:9.3f}s {oci_s:9.3f}s "
+        f"{inspect_s / oci_s:6.2f}x  <= 0.50x"
+    )
+    print(
+        f"{'tail vs plain SDK loop: client CPU per 1 KiB message':58} {tail_us:8.1f}us {sdk_us:8.1f}us "
+        f"{tail_us / sdk_us:6.2f}x  <= 0.33x"
+    )
+    print(f"(whole-run CPU for {args.large} messages: tail {t_large:.2f}s, SDK loop {s_large:.2f}s)")
+
+
+if __name__ == "__main__":
+    main()
