@@ -33,7 +33,7 @@ def parse_duration_ms(text: str) -> int:
 def parse_time_ms(text: str, now_ms: int) -> int:
     """Parse any accepted time form to epoch milliseconds (durations count back from `now_ms`)."""
     t = text.strip()
-    if t.isdigit():
+    if t.isascii() and t.isdigit():
         value = int(t)
         return value if len(t) >= 12 else value * 1000
     if _DATE.match(t):

@@ -197,7 +197,7 @@ class Api:
         raw = query.get("limit")
         if raw is None:
             return None
-        if not raw.isdigit() or not 1 <= int(raw) <= MAX_GET_LIMIT:
+        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_GET_LIMIT:
             raise invalid(f"'limit' must be an integer from 1 to {MAX_GET_LIMIT}; got {raw!r}.")
         return int(raw)
 

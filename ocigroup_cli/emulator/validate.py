@@ -92,7 +92,7 @@ def query_int(query: dict[str, str], name: str, lo: int, hi: int) -> int | None:
 
 
 def partition_id(value: Any, partitions: int) -> int:
-    if not isinstance(value, str) or not value.isdigit():
+    if not isinstance(value, str) or not (value.isascii() and value.isdigit()):
         raise invalid(f"'partition' must be a partition id such as \"0\"; got {value!r}.")
     p = int(value)
     if p >= partitions:
