@@ -6,7 +6,7 @@
    at 1 KiB messages (target <= 1/3). CPU per message is the slope between two run sizes, so start-up
    cost is not counted as per-message cost.
 
-Run: python -m benchmarks.cli_bench [--rounds 7] [--small 5000] [--large 45000]
+Run: python -m benchmarks.cli_bench [--rounds 7] [--small 5000] [--large 95000]
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--small", type=int, default=5_000)
-    parser.add_argument("--large", type=int, default=45_000)
+    parser.add_argument("--large", type=int, default=95_000)
     args = parser.parse_args()
     exe = [sys.executable, "-m", "ocigroup_cli"]
     oci_cli = shutil.which("oci", path=str(Path(sys.executable).parent))

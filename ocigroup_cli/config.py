@@ -23,7 +23,7 @@ from ocigroup_cli.paths import config_path as default_config_path
 from ocigroup_cli.paths import state_dir
 
 LOCAL = "local"
-LOCAL_PORT = 18418
+LOCAL_PORT = 18418  # the bundled emulator's port for the local profile; $OCIGROUP_LOCAL_PORT overrides it
 AUTH_METHODS = ("api_key", "oci_config", "security_token", "instance_principal", "resource_principal")
 EXPORT_FORMATS = ("parquet", "jsonl", "csv")
 _OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]*\.[a-z0-9-]*\.[A-Za-z0-9._-]+$")
@@ -128,11 +128,18 @@ class Profile:
         return value
 
 
+def local_port() -> int:
+    try:
+        return int(os.environ.get("OCIGROUP_LOCAL_PORT", LOCAL_PORT))
+    except ValueError:
+        raise ConfigError("OCIGROUP_LOCAL_PORT must be a port number.") from None
+
+
 def local_defaults() -> dict[str, Any]:
     """The built-in `local` profile: the bundled emulator, a key pair made on first use, stream `local`."""
     home = state_dir() / "local"
     return {
-        "endpoint": f"http://127.0.0.1:{LOCAL_PORT}",
+        "endpoint": f"http://127.0.0.1:{local_port()}",
         "auth.method": "api_key",
         "auth.key_file": str(home / "key.pem"),
         "auth.tenancy": "ocid1.tenancy.oc1..localemulator",

@@ -107,11 +107,13 @@ def serve(
     console.notice("ocigroup emulator stopped.")
 
 
+LocalPort = Annotated[
+    int | None, typer.Option(help="TCP port. [default: 18418, or $OCIGROUP_LOCAL_PORT]", min=1, max=65535)
+]
+
+
 @app.command()
-def start(
-    ctx: typer.Context,
-    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
-) -> None:
+def start(ctx: typer.Context, port: LocalPort = None) -> None:
     """Start the emulator in the background for the `local` profile (key pair made on first use)."""
     from ocigroup_cli.commands.common import globals_of
     from ocigroup_cli.ops import local
@@ -123,10 +125,7 @@ def start(
 
 
 @app.command()
-def stop(
-    ctx: typer.Context,
-    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
-) -> None:
+def stop(ctx: typer.Context, port: LocalPort = None) -> None:
     """Stop the background emulator started by `start` (or by the local profile)."""
     from ocigroup_cli.commands.common import globals_of
     from ocigroup_cli.ops import local
@@ -139,7 +138,7 @@ def stop(
 def status(
     ctx: typer.Context,
     output: OutputOption = None,
-    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
+    port: LocalPort = None,
 ) -> None:
     """Say whether the local emulator answers; exit 1 when it does not."""
     from ocigroup_cli.commands.common import fmt

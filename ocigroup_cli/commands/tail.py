@@ -154,7 +154,7 @@ def tail(
     def write(batch: list[Message]) -> None:
         out.write(b"".join(map(line, batch)))
 
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if peek_:
             peek(client, stream, name, write, out.flush, max_messages)
@@ -182,6 +182,8 @@ def tail(
         raise Interrupted("the output pipe was closed; unwritten messages stay uncommitted.") from None
     except KeyboardInterrupt:
         raise Interrupted("interrupted; everything written was committed, nothing unwritten was.") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _guard_live(client: StreamingClient, stream: StreamInfo, group: str, me: str, join_live: bool, now_ms: int) -> None:

@@ -48,6 +48,13 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.conn_lock:
+            self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.conn_lock:
+            self.server.connections.discard(self.connection)
+        super().finish()
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
@@ -108,6 +115,20 @@ class _HttpServer(ThreadingHTTPServer):
     api: Api
     faults: FaultPlan | None
 
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self.connections: set[socket.socket] = set()
+        self.conn_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def close_connections(self) -> None:
+        """End kept-alive connections too: a stopped server must not go on answering on them."""
+        with self.conn_lock:
+            for conn in list(self.connections):
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
 
 class _HttpServer6(_HttpServer):
     address_family = socket.AF_INET6
@@ -152,6 +173,7 @@ class EmulatorServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        self.httpd.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.store.close()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ocigroup_cli.config import LOCAL_PORT
+from ocigroup_cli.config import local_port
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import OcigroupError
 from ocigroup_cli.paths import state_dir
@@ -51,11 +51,11 @@ def ensure_key() -> Path:
     return key_path
 
 
-def url(port: int = LOCAL_PORT) -> str:
-    return f"http://127.0.0.1:{port}"
+def url(port: int | None = None) -> str:
+    return f"http://127.0.0.1:{port or local_port()}"
 
 
-def status(port: int = LOCAL_PORT) -> Status:
+def status(port: int | None = None) -> Status:
     pid_file = state_dir() / "emulator.pid"
     pid = int(pid_file.read_text()) if pid_file.exists() else None
     try:
@@ -66,8 +66,9 @@ def status(port: int = LOCAL_PORT) -> Status:
         return Status(False, url(port), None, None)
 
 
-def start(clock: Clock, port: int = LOCAL_PORT, extra_args: tuple[str, ...] = ()) -> Status:
+def start(clock: Clock, port: int | None = None, extra_args: tuple[str, ...] = ()) -> Status:
     """Start `ocigroup emulator serve` detached, trusting the local key; wait until it answers."""
+    port = port or local_port()
     current = status(port)
     if current.running:
         return current
@@ -104,7 +105,7 @@ def start(clock: Clock, port: int = LOCAL_PORT, extra_args: tuple[str, ...] = ()
     raise OcigroupError(f"the local emulator did not answer on {url(port)} within 10 s.")
 
 
-def stop(clock: Clock, port: int = LOCAL_PORT) -> bool:
+def stop(clock: Clock, port: int | None = None) -> bool:
     """Stop the background emulator started by `start`; True if one was running."""
     pid_file = state_dir() / "emulator.pid"
     if not pid_file.exists():
@@ -123,7 +124,7 @@ def stop(clock: Clock, port: int = LOCAL_PORT) -> bool:
     return True
 
 
-def ensure_running(clock: Clock, notice: Callable[[str], None], port: int = LOCAL_PORT) -> None:
+def ensure_running(clock: Clock, notice: Callable[[str], None], port: int | None = None) -> None:
     ensure_key()
     if not status(port).running:
         start(clock, port)

@@ -180,3 +180,47 @@ def test_expired_cursor_is_recreated(realtime):
     tail._join()
     tail.cursor = tail.cursor[:-4] + "AAAA"  # a cursor the service refuses
     assert len(tail._read(None)) == 1 and any("joining the group again" in n for n in notes)
+
+
+def test_tail_survives_an_emulator_restart(api_key, tmp_path):
+    import threading
+
+    from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+
+    data = str(tmp_path / "emu.db")
+    first = start_server(api_key, SystemClock(), data=data)
+    port = first.port
+    sdk = Sdk(first, api_key)
+    sid = sdk.stream(partitions=2)
+    sdk.put(sid, [(f"k{i}", f"a{i}") for i in range(20)])
+    profile = resolve(write_config(tmp_path, api_key, first.url))
+    client = StreamingClient(profile, SystemClock())
+    stream = client.get_stream(sid)
+    seen, notes = [], []
+    tail = Tail(
+        client,
+        stream,
+        options("a", timeout=10.0, hb=2.0, max_messages=40),
+        SystemClock(),
+        lambda batch: seen.extend(m.value_bytes().decode() for m in batch),
+        lambda: None,
+        notes.append,
+    )
+    worker = threading.Thread(target=tail.run)
+    worker.start()
+    for _ in range(100):
+        if len(seen) >= 20:
+            break
+        SystemClock().sleep(0.05)
+    first.stop()
+    SystemClock().sleep(0.5)  # the tail hits a dead endpoint for a while
+    second = EmulatorServer(ServerConfig(port=port, data=data, trusted_keys=(api_key.public_pem,)), SystemClock())
+    second.start()
+    try:
+        Sdk(second, api_key).put(sid, [(f"k{i}", f"b{i}") for i in range(20)])
+        worker.join(timeout=30)
+        assert not worker.is_alive()
+        assert sorted(set(seen)) == sorted([f"a{i}" for i in range(20)] + [f"b{i}" for i in range(20)])
+    finally:
+        client.close()
+        second.stop()
