@@ -6,6 +6,7 @@ keep-alive connection does not stall on Nagle's algorithm (~45 ms per request ot
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -124,10 +125,8 @@ class _HttpServer(ThreadingHTTPServer):
         """End kept-alive connections too: a stopped server must not go on answering on them."""
         with self.conn_lock:
             for conn in list(self.connections):
-                try:
+                with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
 
 class _HttpServer6(_HttpServer):
