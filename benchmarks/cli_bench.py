@@ -22,10 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import yaml
+
+from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.ops import local
 
 SDK_LOOP = r"""
 import base64, sys, oci
@@ -95,29 +97,10 @@ def main() -> None:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         url = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen(
-            [
-                *exe,
-                "emulator",
-                "serve",
-                "--port",
-                str(port),
-                "--data",
-                str(tmp / "emu.db"),
-                "--trusted-key",
-                str(tmp / "pub.pem"),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        log = tmp / "emulator.log"
+        server = local.spawn(port, str(tmp / "emu.db"), [tmp / "pub.pem"], log)
         try:
-            for _ in range(200):
-                try:
-                    urllib.request.urlopen(f"{url}/_emulator/health", timeout=1).read()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            local.wait_until_up(server, port, SystemClock(), log)
             config = tmp / "ocigroup.yaml"
             config.write_text(
                 yaml.safe_dump(

@@ -21,22 +21,22 @@ import socket
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from email.utils import formatdate
 from pathlib import Path
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.emulator import log
 from ocigroup_cli.emulator.api import messages_json
 from ocigroup_cli.emulator.auth import fingerprint
 from ocigroup_cli.emulator.backend import Messages
 from ocigroup_cli.emulator.log import StoredMessage
+from ocigroup_cli.ops import local
 
 KEY_ID = "ocid1.tenancy.oc1..bench/ocid1.user.oc1..bench/"
 
@@ -74,7 +74,7 @@ class Signed:
         return resp.status, resp.read(), dict(resp.getheaders())
 
 
-def start_server(tmp: Path, key: rsa.RSAPrivateKey) -> tuple[subprocess.Popen, int]:
+def start_server(tmp: Path, key: rsa.RSAPrivateKey) -> tuple[subprocess.Popen[bytes], int]:
     pub = tmp / "bench_public.pem"
     pub.write_bytes(
         key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
@@ -82,31 +82,10 @@ def start_server(tmp: Path, key: rsa.RSAPrivateKey) -> tuple[subprocess.Popen, i
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ocigroup_cli",
-            "emulator",
-            "serve",
-            "--port",
-            str(port),
-            "--data",
-            str(tmp / "bench.db"),
-            "--trusted-key",
-            str(pub),
-            "--dense-offsets",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(400):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/_emulator/health", timeout=1).read()
-            return proc, port
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("emulator did not start")
+    log = tmp / "emulator.log"
+    proc = local.spawn(port, str(tmp / "bench.db"), [pub], log, ("--dense-offsets",))
+    local.wait_until_up(proc, port, SystemClock(), log)
+    return proc, port
 
 
 def median_time(fn, rounds: int) -> float:

@@ -66,43 +66,45 @@ def status(port: int | None = None) -> Status:
         return Status(False, url(port), None, None)
 
 
+def spawn(
+    port: int, data: str, trusted_keys: list[Path], log: Path, extra_args: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """Start `ocigroup emulator serve` as a detached process logging to `log`."""
+    args = [sys.executable, "-m", "ocigroup_cli", "emulator", "serve", "--port", str(port), "--data", data]
+    for key in trusted_keys:
+        args += ["--trusted-key", str(key)]
+    with log.open("ab") as fh:
+        return subprocess.Popen(
+            [*args, *extra_args], stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True
+        )
+
+
+def wait_until_up(proc: subprocess.Popen[bytes], port: int, clock: Clock, log: Path, seconds: float = 10.0) -> Status:
+    """Poll the health endpoint until the emulator answers; fail clearly if it exits or stays silent."""
+    for _ in range(int(seconds / 0.05)):
+        if proc.poll() is not None:
+            raise OcigroupError(
+                f"the emulator exited at start-up (code {proc.returncode}).", f"see {log}; is port {port} taken?"
+            )
+        current = status(port)
+        if current.running:
+            return current
+        clock.sleep(0.05)
+    raise OcigroupError(f"the emulator did not answer on {url(port)} within {seconds:.0f} s.", f"see {log}")
+
+
 def start(clock: Clock, port: int | None = None, extra_args: tuple[str, ...] = ()) -> Status:
-    """Start `ocigroup emulator serve` detached, trusting the local key; wait until it answers."""
+    """Start the background emulator for the local profile, trusting the local key; wait until it answers."""
     port = port or local_port()
     current = status(port)
     if current.running:
         return current
     ensure_key()
     state_dir().mkdir(parents=True, exist_ok=True)
-    log = (state_dir() / "emulator.log").open("ab")
-    args = [
-        sys.executable,
-        "-m",
-        "ocigroup_cli",
-        "emulator",
-        "serve",
-        "--port",
-        str(port),
-        "--data",
-        str(state_dir() / "emulator.db"),
-        "--trusted-key",
-        str(home() / "key_public.pem"),
-        *extra_args,
-    ]
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    log.close()
+    log = state_dir() / "emulator.log"
+    proc = spawn(port, str(state_dir() / "emulator.db"), [home() / "key_public.pem"], log, extra_args)
     (state_dir() / "emulator.pid").write_text(str(proc.pid))
-    for _ in range(200):
-        if proc.poll() is not None:
-            raise OcigroupError(
-                f"the local emulator exited at start-up (code {proc.returncode}).",
-                f"see {state_dir() / 'emulator.log'}; is port {port} taken?",
-            )
-        current = status(port)
-        if current.running:
-            return current
-        clock.sleep(0.05)
-    raise OcigroupError(f"the local emulator did not answer on {url(port)} within 10 s.")
+    return wait_until_up(proc, port, clock, log)
 
 
 def stop(clock: Clock, port: int | None = None) -> bool:

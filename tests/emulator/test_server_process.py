@@ -9,13 +9,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import oci
 import pytest
 
+from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.ops import local
 from tests.conftest import ApiKey, b64
 
 
@@ -29,38 +30,17 @@ def serve(tmp_path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     public = tmp_path / "trusted.pem"
     public.write_bytes(key.public_pem)
-    log = (tmp_path / f"emulator-{port}.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ocigroup_cli",
-            "emulator",
-            "serve",
-            "--port",
-            str(port),
-            "--trusted-key",
-            str(public),
-            *extra,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-        text=True,
-    )
-    log.close()
-    proc.log_path = log.name
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/_emulator/health", timeout=1).read()
-            return proc, url
-        except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(Path(proc.log_path).read_text()) from None
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("emulator did not start")
+    log = tmp_path / f"emulator-{port}.log"
+    args = list(extra)
+    data = ":memory:"
+    if "--data" in args:
+        i = args.index("--data")
+        data = args[i + 1]
+        del args[i : i + 2]
+    proc = local.spawn(port, data, [public], log, tuple(args))
+    proc.log_path = str(log)
+    local.wait_until_up(proc, port, SystemClock(), log, seconds=20)
+    return proc, f"http://127.0.0.1:{port}"
 
 
 def clients(url: str, key: ApiKey):
