@@ -102,6 +102,7 @@ class StreamingClient:
         self.rng = rng or random.Random()
         self._creds = creds
         self._transports: dict[str, Transport] = {}
+        self.on_stream_missing: Callable[[], None] | None = None  # called on a 404 for a stream's own path
 
     def clone(self) -> StreamingClient:
         """Another client with the same profile and credentials but its own connections (one per thread)."""
@@ -177,6 +178,9 @@ class StreamingClient:
                 except ValueError:
                     code, message = None, resp.body.decode("utf-8", "replace")[:200]
                 failure = service_failure(operation, resp.status, code, message, rid)
+                if resp.status == 404 and path.startswith("/streams/") and self.on_stream_missing is not None:
+                    self.on_stream_missing()
+                    failure.hint = "the stream's cached location was dropped; if it was recreated, run again"
                 wait_hint = retry_after(resp.headers)
                 if not (retry and retriable_status(resp.status, code)):
                     raise failure

@@ -57,9 +57,10 @@ def client_for(ctx: typer.Context, profile: Profile) -> StreamingClient:
 
 def connect(ctx: typer.Context, profile: Profile) -> tuple[StreamingClient, StreamInfo]:
     """A client for the profile and the stream it names."""
-    from ocigroup_cli.ops.target import resolve_stream
+    from ocigroup_cli.ops.target import forget, resolve_stream
 
     client = client_for(ctx, profile)
+    client.on_stream_missing = lambda: forget(client, profile)
     return client, resolve_stream(client, profile)
 
 

@@ -1,13 +1,72 @@
-"""Find the stream a profile names: by OCID, or by name in a compartment (the local profile creates it)."""
+"""Find the stream a profile names: by OCID, or by name in a compartment (the local profile creates it).
+
+The answer (id, partitions, messages endpoint) is cached in the state directory per endpoint and stream
+reference, so later runs need no ListStreams/GetStream call. A 404 for the stream drops the entry.
+"""
 
 from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
 
 from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
 from ocigroup_cli.config import Profile
 from ocigroup_cli.errors import ConfigError, OcigroupError
+from ocigroup_cli.paths import state_dir
+
+
+def _cache_file() -> Path:
+    return state_dir() / "streams.json"
+
+
+def _cache_key(client: StreamingClient, profile: Profile) -> str:
+    ref = profile.get("stream.id") or f"{profile.get('stream.compartment')}/{profile.get('stream.name')}"
+    return f"{client.admin_url}|{ref}"
+
+
+def _load() -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads(_cache_file().read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _save(entries: dict[str, dict[str, object]]) -> None:
+    path = _cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(entries, indent=1))
+        tmp.replace(path)
+    except OSError:
+        pass  # a cache that cannot be written only costs a lookup next time
+
+
+def forget(client: StreamingClient, profile: Profile) -> None:
+    entries = _load()
+    if entries.pop(_cache_key(client, profile), None) is not None:
+        _save(entries)
 
 
 def resolve_stream(client: StreamingClient, profile: Profile) -> StreamInfo:
+    key = _cache_key(client, profile)
+    cached = _load().get(key)
+    if cached:
+        try:
+            return StreamInfo(**cached)  # type: ignore[arg-type]
+        except TypeError:
+            pass  # written by another version: look it up again
+    stream = _lookup(client, profile)
+    if stream.state == "ACTIVE":
+        entries = _load()
+        entries[key] = asdict(stream)
+        _save(entries)
+    return stream
+
+
+def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
     stream_id = profile.get("stream.id")
     if stream_id:
         return client.get_stream(stream_id)

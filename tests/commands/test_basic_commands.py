@@ -79,3 +79,19 @@ def test_dead_endpoint_is_transient_exit_4_within_deadline(cli, monkeypatch):
     r = cli("--endpoint", dead, "streams", "show")
     assert r.code == 4 and "cannot reach" in r.err
     assert time.monotonic() - start < 3
+
+
+def test_stream_location_is_cached_and_dropped_when_the_stream_is_gone(cli, sdk):
+    import os
+    from pathlib import Path
+
+    first = json.loads(cli("streams", "show", "-o", "json").out)["id"]
+    cache = Path(os.environ["OCIGROUP_STATE_DIR"]) / "streams.json"
+    assert first in cache.read_text()
+    sdk.admin.delete_stream(first)
+    second = sdk.stream(partitions=2, name="orders")  # recreated under the same name
+    r = cli("publish", "x")
+    assert r.code == 1 and "404" in r.err and "run again" in r.err
+    assert first not in cache.read_text()
+    assert cli("publish", "x").code == 0
+    assert json.loads(cli("streams", "show", "-o", "json").out)["id"] == second
