@@ -95,3 +95,10 @@ def test_stream_location_is_cached_and_dropped_when_the_stream_is_gone(cli, sdk)
     assert first not in cache.read_text()
     assert cli("publish", "x").code == 0
     assert json.loads(cli("streams", "show", "-o", "json").out)["id"] == second
+
+
+def test_verbose_traces_requests_with_their_ids_and_version(cli):
+    r = cli("-v", "streams", "show", "-o", "json")
+    assert r.code == 0 and "ListStreams: 200 (opc-request-id " in r.err
+    r = cli("--version")
+    assert r.code == 0 and r.out.startswith("ocigroup ")
