@@ -21,10 +21,11 @@ class ExitCode(IntEnum):
 class OcigroupError(Exception):
     exit_code = ExitCode.FAILURE
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, status: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.status = status  # the HTTP status, when the service refused the request
 
 
 class UsageError(OcigroupError):

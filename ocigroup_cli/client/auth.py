@@ -4,7 +4,6 @@ instance or resource principal. The SDK is imported only for the last three."""
 from __future__ import annotations
 
 import configparser
-import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from typing import Any
 
 from ocigroup_cli.client.signing import ApiKeySigner, SdkSigner, Signer
 from ocigroup_cli.config import Profile
+from ocigroup_cli.core import keys
 from ocigroup_cli.errors import ConfigError
 
 
@@ -65,11 +65,11 @@ def load_private_key(path_text: str, pass_phrase: str | None, what: str) -> Any:
 def fingerprint_of(private_key: Any) -> str:
     from cryptography.hazmat.primitives import serialization
 
-    der = private_key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    return keys.fingerprint(
+        private_key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
     )
-    digest = hashlib.md5(der, usedforsecurity=False).hexdigest()
-    return ":".join(digest[i : i + 2] for i in range(0, 32, 2))
 
 
 def _api_key(

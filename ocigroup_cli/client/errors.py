@@ -19,14 +19,16 @@ def service_failure(
     rid = f" (opc-request-id {request_id})" if request_id else ""
     text = f"{operation} failed: {status} {code or ''} {message}".rstrip() + rid
     if retriable_status(status, code):
-        return TransientError(text, "the service is throttling or failing; retry later or raise deadline_s")
+        return TransientError(text, "the service is throttling or failing; retry later or raise deadline_s", status)
     if status == 401:
         return OcigroupError(
-            text, "check the profile's key, fingerprint, tenancy and user (and the clock: 5 minutes of skew max)"
+            text,
+            "check the profile's key, fingerprint, tenancy and user (and the clock: 5 minutes of skew max)",
+            status,
         )
     if status == 404:
-        return OcigroupError(text, "check the stream, the group name and the endpoint of the profile")
-    return OcigroupError(text)
+        return OcigroupError(text, "check the stream, the group name and the endpoint of the profile", status)
+    return OcigroupError(text, status=status)
 
 
 def retry_after(headers: Any) -> float | None:

@@ -92,6 +92,6 @@ def _group_exists(client: StreamingClient, stream: StreamInfo, name: str) -> boo
         client.get_group(stream, name)
         return True
     except OcigroupError as exc:
-        if "404" in exc.message:
+        if exc.status == 404:
             return False
         raise

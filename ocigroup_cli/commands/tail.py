@@ -190,7 +190,7 @@ def _guard_live(client: StreamingClient, stream: StreamInfo, group: str, me: str
     try:
         reservations = client.get_group(stream, group)
     except OcigroupError as exc:
-        if "404" in exc.message:
+        if exc.status == 404:
             return  # a new group
         raise
     others = sorted(

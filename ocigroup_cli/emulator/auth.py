@@ -17,6 +17,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from ocigroup_cli.core import keys
 from ocigroup_cli.core.timefmt import datetime_to_ms
 from ocigroup_cli.emulator.errors import ServiceError, not_authenticated
 
@@ -27,10 +28,10 @@ _BODY = ("content-length", "content-type", "x-content-sha256")
 
 
 def fingerprint(public_key: rsa.RSAPublicKey) -> str:
-    """MD5 of the DER SubjectPublicKeyInfo as colon-separated hex pairs (how OCI names API keys)."""
-    der = public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    digest = hashlib.md5(der, usedforsecurity=False).hexdigest()
-    return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
+    """The OCI fingerprint of a public key."""
+    return keys.fingerprint(
+        public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
 
 
 def load_public_key(pem: bytes) -> rsa.RSAPublicKey:

@@ -13,7 +13,7 @@ from typing import Any
 from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
 from ocigroup_cli.core import balance
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
-from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.ops.positions import after_commit
 
 DEFAULT_LAG_CAP = 1000
 LAG_THREADS = 4
@@ -78,16 +78,7 @@ def _lag(
     client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None, cap: int, now_ms: int
 ) -> tuple[int, bool, int | None, float]:
     """Read forward from the first unconsumed message: (count up to cap, capped?, next offset, time lag s)."""
-    try:
-        if committed is None:
-            cursor = client.create_cursor(stream, partition, "TRIM_HORIZON")
-        else:
-            cursor = client.create_cursor(stream, partition, "AFTER_OFFSET", offset=committed)
-    except OcigroupError as exc:
-        if "400" not in exc.message:
-            raise
-        cursor = client.create_cursor(stream, partition, "TRIM_HORIZON")  # the commit fell out of retention
-    messages, _ = client.get_messages(stream, cursor, limit=cap)
+    messages, _ = client.get_messages(stream, after_commit(client, stream, partition, committed), limit=cap)
     if not messages:
         return 0, False, None, 0.0
     return len(messages), len(messages) >= cap, messages[0].offset, max(0.0, (now_ms - messages[0].timestamp_ms) / 1000)

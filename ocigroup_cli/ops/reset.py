@@ -9,7 +9,7 @@ from typing import Any
 
 from ocigroup_cli.client.streaming import Reservation, StreamInfo, StreamingClient
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
-from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.ops.positions import after_commit
 from ocigroup_cli.paths import state_dir
 
 COUNT_CAP = 10_000
@@ -69,16 +69,6 @@ def _count(
     return n, len(messages) >= COUNT_CAP and (stop is None or messages[-1].offset < stop)
 
 
-def _resume_now(client: StreamingClient, stream: StreamInfo, p: int, committed: int | None) -> int | None:
-    try:
-        if committed is not None:
-            return _first(client, stream, client.create_cursor(stream, p, "AFTER_OFFSET", offset=committed))
-    except OcigroupError as exc:
-        if "400" not in exc.message:
-            raise
-    return _first(client, stream, client.create_cursor(stream, p, "TRIM_HORIZON"))
-
-
 def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Target, now_ms: int) -> Plan:
     reservations = {r.partition: r for r in client.get_group(stream, group)}
     live = sorted({r.instance for r in reservations.values() if _live(r, now_ms) and r.instance})
@@ -86,7 +76,7 @@ def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Target
     for p in range(stream.partitions):
         r = reservations.get(p)
         committed = r.committed_offset if r else None
-        now_at = _resume_now(client, stream, p, committed)
+        now_at = _first(client, stream, after_commit(client, stream, p, committed))
         after_at = _first(client, stream, client.create_cursor(stream, p, target.kind, time_ms=target.time_ms))
         replay = skip = 0
         capped = False

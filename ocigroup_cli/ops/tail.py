@@ -21,6 +21,7 @@ from ocigroup_cli.core import backoff
 from ocigroup_cli.core.clock import Clock, perf_counter
 from ocigroup_cli.core.session import Rules
 from ocigroup_cli.errors import OcigroupError, TransientError
+from ocigroup_cli.ops.positions import after_commit
 
 IDLE_WAIT_S = 0.25  # between empty reads; stays under the service's 5 GET/s per partition
 ASSIGNMENT_CHECK_S = 2.0
@@ -104,7 +105,7 @@ class Tail:
                     self.notice(f"service unavailable, retrying until it answers: {exc.message}")
                 self.clock.sleep(backoff.delay(attempt, self._rng))
             except OcigroupError as exc:
-                if " 400 " not in f" {exc.message} " and "InvalidParameter" not in exc.message:
+                if exc.status != 400:
                     raise
                 self.notice("cursor refused (expired or from an earlier run): joining the group again")
                 with self.lock:
@@ -222,17 +223,7 @@ def peek(
 ) -> int:
     """Read from the group's committed offsets with partition cursors, without joining or committing."""
     committed = {r.partition: r.committed_offset for r in client.get_group(stream, group)}
-    cursors = {}
-    for p in range(stream.partitions):
-        c = committed.get(p)
-        try:
-            cursors[p] = (
-                client.create_cursor(stream, p, "AFTER_OFFSET", offset=c)
-                if c is not None
-                else client.create_cursor(stream, p, "TRIM_HORIZON")
-            )
-        except OcigroupError:
-            cursors[p] = client.create_cursor(stream, p, "TRIM_HORIZON")
+    cursors = {p: after_commit(client, stream, p, committed.get(p)) for p in range(stream.partitions)}
     written = 0
     while cursors:
         for p in list(cursors):
