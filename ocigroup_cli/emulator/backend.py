@@ -125,14 +125,9 @@ class Backend(Streams):
             stream = self._active(db, stream_id)
             p = validate.partition_id(body.get("partition"), stream.partitions)
             cutoff = log.retention_cutoff(now, stream.retention_hours)
-            if kind == "TRIM_HORIZON":
-                offset = 0
-            elif kind == "LATEST":
-                offset = log.last_offset(db, stream.sk, p) + 1
-            elif kind == "AT_TIME":
-                at = validate.time_ms(body, "time", required=True)
-                assert at is not None
-                offset = log.first_offset_at_or_after(db, stream.sk, p, at, cutoff)
+            if kind in GROUP_TYPES:
+                at = validate.time_ms(body, "time", required=kind == "AT_TIME")
+                offset = log.start_position(db, stream.sk, p, kind, at, cutoff)
             else:
                 wanted = validate.integer(body, "offset", 0, 2**63 - 1)
                 if wanted is None:
@@ -179,17 +174,7 @@ class Backend(Streams):
                     positions[p] = (slots[p].epoch, got[-1].offset + 1)
                     delivered[p] = (slots[p].epoch, got[-1].offset)
                     rows.extend(got)
-        nxt = GroupCursor(
-            stream_id,
-            cursor.group,
-            cursor.instance,
-            cursor.commit_on_get,
-            cursor.timeout_ms,
-            now,
-            positions,
-            delivered,
-            cursor.turn + 1,
-        )
+        nxt = replace(cursor, issued_ms=now, positions=positions, delivered=delivered, turn=cursor.turn + 1)
         return Messages(stream.name, rows, self.cursors.encode(nxt))
 
     # -- data plane: consumer groups ----------------------------------------------------------------------
@@ -202,7 +187,7 @@ class Backend(Streams):
         instance = validate.string(body, "instanceName", max_len=256) or str(uuid.uuid4())
         timeout = validate.integer(body, "timeoutInMs", 1, 3_600_000, DEFAULT_TIMEOUT_MS)
         commit_on_get = validate.boolean(body, "commitOnGet", True)
-        assert group is not None and timeout is not None
+        assert group is not None and kind is not None and timeout is not None
         now = self.clock.time_ms()
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
@@ -213,15 +198,7 @@ class Backend(Streams):
                         f"The stream already has {MAX_GROUPS_PER_STREAM} consumer groups, the most a stream allows."
                     )
                 cutoff = log.retention_cutoff(now, stream.retention_hours)
-                start = {}
-                for p in range(stream.partitions):
-                    if kind == "TRIM_HORIZON":
-                        start[p] = 0
-                    elif kind == "LATEST":
-                        start[p] = log.last_offset(db, stream.sk, p) + 1
-                    else:
-                        assert at is not None
-                        start[p] = log.first_offset_at_or_after(db, stream.sk, p, at, cutoff)
+                start = {p: log.start_position(db, stream.sk, p, kind, at, cutoff) for p in range(stream.partitions)}
                 groups.create_group(db, stream.sk, group, start, now)
             cursor = GroupCursor(stream_id, group, instance, commit_on_get, timeout, now)
             self._join(db, stream, cursor, now)
@@ -282,15 +259,14 @@ class Backend(Streams):
             cutoff = log.retention_cutoff(now, stream.retention_hours)
             targets: dict[int, tuple[int, int | None]] = {}
             for p in range(stream.partitions):
-                last = log.last_offset(db, stream.sk, p)
+                pos = log.start_position(db, stream.sk, p, kind, at, cutoff)
                 if kind == "TRIM_HORIZON":
-                    targets[p] = (0, None)
+                    committed = None
                 elif kind == "LATEST":
-                    targets[p] = (last + 1, last if last >= 0 else None)
+                    committed = pos - 1 if pos > 0 else None  # the last published offset, even if expired
                 else:
-                    assert at is not None
-                    pos = log.first_offset_at_or_after(db, stream.sk, p, at, cutoff)
-                    targets[p] = (pos, log.last_offset_before(db, stream.sk, p, pos, cutoff))
+                    committed = log.last_offset_before(db, stream.sk, p, pos, cutoff)
+                targets[p] = (pos, committed)
             groups.reset(db, stream.sk, group, targets)
             groups.touch_group(db, stream.sk, group, now)
 

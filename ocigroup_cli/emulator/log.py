@@ -101,6 +101,18 @@ def first_offset_at_or_after(db: sqlite3.Connection, sk: int, partition: int, ti
     return int(row[0]) if row[0] is not None else last_offset(db, sk, partition) + 1
 
 
+def start_position(
+    db: sqlite3.Connection, sk: int, partition: int, kind: str, time_ms: int | None, cutoff_ms: int
+) -> int:
+    """The offset a TRIM_HORIZON, LATEST or AT_TIME position starts reading at (retention applies on read)."""
+    if kind == "TRIM_HORIZON":
+        return 0
+    if kind == "LATEST":
+        return last_offset(db, sk, partition) + 1
+    assert time_ms is not None
+    return first_offset_at_or_after(db, sk, partition, time_ms, cutoff_ms)
+
+
 def last_offset_before(db: sqlite3.Connection, sk: int, partition: int, position: int, cutoff_ms: int) -> int | None:
     row = db.execute(
         "SELECT MAX(offset) FROM messages WHERE sk = ? AND partition = ? AND offset < ? AND ts_ms >= ?",
