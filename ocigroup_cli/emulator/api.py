@@ -108,14 +108,14 @@ class Api:
         if len(body) > MAX_BODY_BYTES:
             raise limit_exceeded(f"The request body is larger than {MAX_BODY_BYTES} bytes.")
         if not path.startswith(BASE + "/"):
-            raise ServiceError(404, "NotFound", f"No such API: {method} {path}")
+            raise self._no_api(method, path)
         parts = path[len(BASE) + 1 :].split("/", 3)
         is_put = method == "POST" and len(parts) == 3 and parts[0] == "streams" and parts[2] == "messages"
         if self.verifier is not None:
             self.verifier.verify(method, target, headers, body, body_unsigned=is_put)
         b = self.backend
         if parts[0] != "streams" or (len(parts) > 1 and not parts[1]):
-            raise ServiceError(404, "NotFound", f"No such API: {method} {path}")
+            raise self._no_api(method, path)
         if len(parts) == 1:
             if method == "POST":
                 return self._json(b.create_stream(_json_body(body)))
@@ -142,7 +142,7 @@ class Api:
                 return Response(200, b"")
             raise self._no_method(method, path)
         if rest:
-            raise ServiceError(404, "NotFound", f"No such API: {method} {path}")
+            raise self._no_api(method, path)
         route = (method, action)
         if route == ("POST", "messages"):
             return self._json(b.put_messages(stream_id, _json_body(body)))
@@ -157,7 +157,7 @@ class Api:
             return self._json(b.consumer_commit(stream_id, self._cursor(query)))
         if route == ("POST", "heartbeat"):
             return self._json(b.consumer_heartbeat(stream_id, self._cursor(query)))
-        raise ServiceError(404, "NotFound", f"No such API: {method} {path}")
+        raise self._no_api(method, path)
 
     def _admin(self, method: str, path: str, body: bytes) -> Response:
         if (method, path) == ("GET", "/health"):
@@ -200,6 +200,10 @@ class Api:
         if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_GET_LIMIT:
             raise invalid(f"'limit' must be an integer from 1 to {MAX_GET_LIMIT}; got {raw!r}.")
         return int(raw)
+
+    @staticmethod
+    def _no_api(method: str, path: str) -> ServiceError:
+        return ServiceError(404, "NotFound", f"No such API: {method} {path}")
 
     @staticmethod
     def _no_method(method: str, path: str) -> ServiceError:

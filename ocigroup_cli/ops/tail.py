@@ -95,6 +95,9 @@ class Tail:
                 with self.lock:
                     messages, self.cursor = self.client.get_messages(self.stream, self.cursor, limit)
                     self.last_contact = self.clock.monotonic()
+                    # the previous batch is now committed (commit-on-get) or was already (manual commits);
+                    # the new cursor carries a batch that is not written yet, so nothing is owed a commit
+                    self.uncommitted = False
                     if self._gave_up:
                         self._gave_up = False
                         self.notice("output moving again: rejoined the group")

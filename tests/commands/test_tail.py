@@ -224,3 +224,29 @@ def test_tail_survives_an_emulator_restart(api_key, tmp_path):
     finally:
         client.close()
         second.stop()
+
+
+def test_interrupt_in_a_later_batch_commits_only_the_batches_fully_written(realtime):
+    sdk, client = realtime
+    sid = sdk.stream(partitions=1)
+    stream = client().get_stream(sid)
+    offsets = [e.offset for e in sdk.put(sid, [("k", f"m{i}") for i in range(10)]).entries]
+    written = []
+
+    def breaks_in_second_batch(batch):
+        for m in batch:
+            if len(written) == 6:  # batches of 4: the first is whole, the second is cut after two
+                raise BrokenPipeError
+            written.append(m.offset)
+
+    with pytest.raises(BrokenPipeError):
+        Tail(
+            client(),
+            stream,
+            options("a", batch_limit=4),
+            SystemClock(),
+            breaks_in_second_batch,
+            lambda: None,
+            lambda n: None,
+        ).run()
+    assert sdk.group(sid, "g")[0].committed_offset == offsets[3]
