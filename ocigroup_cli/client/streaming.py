@@ -173,12 +173,16 @@ class StreamingClient:
                 if 200 <= resp.status < 300:
                     return resp
                 try:
-                    err = resp.json() or {}
-                    code, message = err.get("code"), err.get("message", "")
+                    err = resp.json()
                 except ValueError:
+                    err = None
+                if isinstance(err, dict):
+                    code, message = err.get("code"), str(err.get("message", ""))
+                else:
                     code, message = None, resp.body.decode("utf-8", "replace")[:200]
                 failure = service_failure(operation, resp.status, code, message, rid)
-                if resp.status == 404 and path.startswith("/streams/") and self.on_stream_missing is not None:
+                stream_path = path.startswith("/streams/") and "/groups/" not in path  # a missing group is no sign
+                if resp.status == 404 and stream_path and self.on_stream_missing is not None:
                     self.on_stream_missing()
                     failure.hint = "the stream's cached location was dropped; if it was recreated, run again"
                 wait_hint = retry_after(resp.headers)

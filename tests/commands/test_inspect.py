@@ -78,6 +78,6 @@ def test_watch_prints_rebalance_events(cli, sdk, clock):
     assert "group not found" not in r.err
 
 
-def test_unknown_group_is_exit_1(cli):
+def test_unknown_group_is_exit_1_and_keeps_the_stream_cache(cli):
     r = cli("inspect", "nope")
-    assert r.code == 1 and "404" in r.err
+    assert r.code == 1 and "404" in r.err and "cached location" not in r.err
