@@ -33,7 +33,9 @@ def create(
         int | None, typer.Option(help="Create a partition cursor for this partition instead.", min=0)
     ] = None,
     offset: Annotated[int | None, typer.Option(help="For AT_OFFSET / AFTER_OFFSET.", min=0)] = None,
-    commit_on_get: Annotated[bool, typer.Option(help="Let GetMessages commit the previous batch.")] = True,
+    commit_on_get: Annotated[
+        bool | None, typer.Option(help="Let GetMessages commit the previous batch. [default: the profile's]")
+    ] = None,
     timeout_ms: Annotated[int | None, typer.Option(help="Instance inactivity timeout.", min=1000)] = None,
 ) -> None:
     """Print a new cursor (bare value when piped, JSON with -o json).
@@ -54,7 +56,15 @@ def create(
             raise UsageError(f"--time: {exc}.") from None
     if kind in ("AT_OFFSET", "AFTER_OFFSET") and (partition is None or offset is None):
         raise UsageError(f"--type {kind} needs --partition and --offset.")
-    profile = load_profile(ctx, **{"group.name": (group, "GROUP"), "group.instance": (instance, "--instance")})
+    profile = load_profile(
+        ctx,
+        **{
+            "group.name": (group, "GROUP"),
+            "group.instance": (instance, "--instance"),
+            "group.commit_on_get": (commit_on_get, "--commit-on-get"),
+            "group.timeout_ms": (timeout_ms, "--timeout-ms"),
+        },
+    )
     client, stream = connect(ctx, profile)
     if partition is not None:
         if partition >= stream.partitions:
@@ -65,6 +75,7 @@ def create(
         if kind not in GROUP_TYPES:
             raise UsageError(f"--type {kind} needs --partition (group cursors take {', '.join(GROUP_TYPES)}).")
         name = profile.require("group.name", "GROUP")
+        me = profile.instance_name()  # once: a {random} template must name the instance that joined
         existed = _group_exists(client, stream, name)
         if existed and type_ is not None:
             console.warn(
@@ -74,13 +85,13 @@ def create(
         value = client.create_group_cursor(
             stream,
             name,
-            profile.instance_name(),
+            me,
             kind,
             when,
-            commit_on_get,
-            timeout_ms or int(profile.get("group.timeout_ms")),
+            bool(profile.get("group.commit_on_get")),
+            int(profile.get("group.timeout_ms")),
         )
-        data = {"cursor": value, "group": name, "instance": profile.instance_name(), "type": kind}
+        data = {"cursor": value, "group": name, "instance": me, "type": kind}
     if (output or g.output) is None and console.output_format(None) != "table":
         console.data_line(value)
     else:

@@ -102,3 +102,18 @@ def test_verbose_traces_requests_with_their_ids_and_version(cli):
     assert r.code == 0 and "ListStreams: 200 (opc-request-id " in r.err
     r = cli("--version")
     assert r.code == 0 and r.out.startswith("ocigroup ")
+
+
+def test_cursor_create_uses_the_profile_commit_mode_and_one_instance_name(cli, sdk, monkeypatch):
+    monkeypatch.setenv("OCIGROUP_GROUP_COMMIT_ON_GET", "false")
+    monkeypatch.setenv("OCIGROUP_GROUP_INSTANCE", "w-{random}")
+    r = cli("cursor", "create", "-o", "json")
+    assert r.code == 0, r.err
+    name = json.loads(r.out)["instance"]
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    assert {g.reserved_instance for g in sdk.group(sid, "billing").values()} == {name}
+    sdk.put(sid, [("k", "x")])
+    cursor = json.loads(r.out)["cursor"]
+    _, cursor = sdk.get(sid, cursor)
+    sdk.get(sid, cursor)  # with commit-on-get off, reading again commits nothing
+    assert all(g.committed_offset is None for g in sdk.group(sid, "billing").values())
