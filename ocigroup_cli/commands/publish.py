@@ -59,13 +59,13 @@ def publish(
     results = []
     batch: list[tuple[bytes | None, bytes]] = []
     size = 0
-    for k, v in [*messages, (None, None)]:
-        if v is None or (batch and size + len(v) + len(k or b"") > BATCH_BYTES):
+    for k, v in messages:
+        if batch and size + len(v) + len(k or b"") > BATCH_BYTES:
             results += client.put(stream, batch)
             batch, size = [], 0
-        if v is not None:
-            batch.append((k, v))
-            size += len(v) + len(k or b"")
+        batch.append((k, v))
+        size += len(v) + len(k or b"")
+    results += client.put(stream, batch)
     failed = [r for r in results if r.error]
     data = [{"partition": r.partition, "offset": r.offset, "error": r.error} for r in results]
     console.emit(
