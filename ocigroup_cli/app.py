@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands import cursor, emulator, inspect, profile, publish, reset, streams, tail
+from ocigroup_cli.commands import cursor, emulator, export, inspect, profile, publish, reset, streams, tail
 from ocigroup_cli.commands.common import Globals
-from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, UsageError
 from ocigroup_cli.paths import state_dir
 
@@ -27,6 +27,7 @@ app.add_typer(emulator.app, name="emulator")
 app.add_typer(streams.app, name="streams")
 app.add_typer(profile.app, name="profile")
 app.add_typer(cursor.app, name="cursor")
+app.add_typer(export.app, name="export")
 app.command(name="publish")(publish.publish)
 app.command(name="inspect")(inspect.inspect)
 app.command(name="reset")(reset.reset)
@@ -72,10 +73,8 @@ def root(
         key = "stream.id" if stream.startswith("ocid1.") else "stream.name"
         overrides[key] = (stream, "--stream")
     console.QUIET = quiet
-    clock = ctx.obj.clock if isinstance(ctx.obj, Globals) else None
-    ctx.obj = Globals(config=config, profile=profile, output=output, verbose=verbose, overrides=overrides)
-    if clock is not None:
-        ctx.obj.clock = clock
+    injected = ctx.obj if isinstance(ctx.obj, Globals) else Globals()
+    ctx.obj = Globals(config, profile, output, verbose, overrides, clock=injected.clock, spark=injected.spark)
 
 
 def _crash_log() -> str:
@@ -97,10 +96,12 @@ def _crash_log() -> str:
         return "(could not write a crash log)"
 
 
-def run(argv: list[str] | None = None, clock: Clock | None = None) -> int:
-    """Run the CLI and return its exit code; never raises (the error boundary). Tests may inject a clock."""
+def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object = None) -> int:
+    """Run the CLI and return its exit code; never raises (the error boundary).
+
+    Tests may inject a clock, and a Spark session to share between exports."""
     try:
-        obj = Globals(clock=clock) if clock is not None else None
+        obj = Globals(clock=clock or SystemClock(), spark=spark)
         code = app(args=argv, prog_name="ocigroup", standalone_mode=False, obj=obj)
         return code if isinstance(code, int) else ExitCode.OK
     except Interrupted as exc:  # a normal way to stop a long-running command: say so, without "error:"

@@ -24,6 +24,7 @@ class Globals:
     verbose: bool = False
     overrides: dict[str, tuple[Any, str]] = field(default_factory=dict)
     clock: Clock = field(default_factory=SystemClock)
+    spark: Any = None  # a running SparkSession to reuse (tests share one); None: export starts its own
 
 
 def globals_of(ctx: typer.Context) -> Globals:
