@@ -34,8 +34,8 @@ app.command(name="reset")(reset.reset)
 app.command(name="tail")(tail.tail)
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # not while the shell is completing a command line
         from ocigroup_cli import __version__
 
         console.data_line(f"ocigroup {__version__}")
