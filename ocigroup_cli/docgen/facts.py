@@ -1,0 +1,105 @@
+"""What the man page says beyond the command tree: exit codes, environment, files and examples.
+
+Kept next to the code they describe by tests: every ExitCode needs a meaning here, every environment variable the
+package reads must be listed, every file it keeps in the state directory too, and every example must parse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ocigroup_cli.errors import ExitCode
+
+EXIT_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "Success.",
+    ExitCode.FAILURE: "The operation failed (service error, not found, refused).",
+    ExitCode.USAGE: "Usage or configuration error (bad flag, bad profile).",
+    ExitCode.INTERNAL: "Internal error (a bug): one line on stderr, details in the crash log (see FILES).",
+    ExitCode.TRANSIENT: "Transient service or network failure; retrying may succeed.",
+    ExitCode.THRESHOLD: "A --fail-on-* threshold of inspect was crossed (for cron alerts).",
+    ExitCode.INTERRUPTED: "Interrupted by SIGINT or SIGTERM, or the output pipe was closed; "
+    "tail stops cleanly and commits only what it wrote.",
+}
+
+
+def exit_codes() -> list[tuple[int, str]]:
+    missing = [code.name for code in ExitCode if code not in EXIT_MEANINGS]
+    if missing:
+        raise ValueError(f"docgen.facts.EXIT_MEANINGS has no meaning for {', '.join(missing)}")
+    return [(int(code), EXIT_MEANINGS[code]) for code in ExitCode]
+
+
+def environment() -> list[tuple[str, str]]:
+    """(variable, meaning): the fixed ones, then one OCIGROUP_<KEY> per profile setting."""
+    from ocigroup_cli.config import LOCAL_PORT, SCHEMA, env_name
+
+    fixed = [
+        ("OCIGROUP_CONFIG", "Profile file, when --config is not given."),
+        ("OCIGROUP_PROFILE", "Profile name, when --profile is not given."),
+        ("OCIGROUP_STATE_DIR", "State directory (see FILES)."),
+        ("OCIGROUP_LOCAL_PORT", f"Port of the bundled emulator used by the local profile (default {LOCAL_PORT})."),
+        ("XDG_CONFIG_HOME", "Base of the default profile file location (default ~/.config)."),
+        ("XDG_STATE_HOME", "Base of the default state directory (default ~/.local/state)."),
+        ("NO_COLOR", "When set, nothing is coloured."),
+        ("JAVA_HOME", "The Java installation export runs Spark with (else java on PATH)."),
+        ("_OCIGROUP_COMPLETE", "Set by the shell completion scripts when they call ocigroup back; not for users."),
+    ]
+    settings = []
+    for key, spec in SCHEMA.items():
+        shown = str(spec.default).lower() if isinstance(spec.default, bool) else spec.default
+        default = f" (default: {shown})" if spec.default is not None else ""
+        settings.append((env_name(key), f"Profile setting {key}: {spec.help}{default}. Overrides the profile file."))
+    return fixed + settings
+
+
+@dataclass(frozen=True)
+class File:
+    path: str
+    meaning: str
+
+
+FILES = (
+    File(
+        "$OCIGROUP_CONFIG, else $XDG_CONFIG_HOME/ocigroup/config.yaml (~/.config/ocigroup/config.yaml)",
+        "The profile file (YAML): a 'profiles' mapping and an optional 'default' profile name.",
+    ),
+    File(
+        "$OCIGROUP_STATE_DIR, else $XDG_STATE_HOME/ocigroup (~/.local/state/ocigroup)",
+        "The state directory. It holds the files below.",
+    ),
+    File("emulator.db", "The emulator's data (SQLite, WAL), the default of emulator serve --data."),
+    File("emulator.pid, emulator.log", "Process id and log of the background emulator (emulator start)."),
+    File("local/key.pem, local/key_public.pem", "The local profile's API key pair, made on first use (mode 0600)."),
+    File("streams.json", "Cached stream locations (OCID, partitions, messages endpoint)."),
+    File("resets/", "A JSON record of every reset --execute."),
+    File("logs/", "Logs of the Spark jobs run by export."),
+    File("crash.log", "Details of internal errors (exit status 3)."),
+)
+
+
+@dataclass(frozen=True)
+class Example:
+    what: str
+    command: str  # without the leading "ocigroup"; must parse against the command tree
+
+
+EXAMPLES = (
+    Example(
+        "Publish two messages with the built-in local profile (starts the bundled emulator):", "publish hello world"
+    ),
+    Example("Read group demo as instance me up to the end of the stream, then stop:", "tail demo --instance me -e"),
+    Example("Owners, committed offsets, lag and balance of a group:", "inspect demo"),
+    Example(
+        "A cron check that exits 5 when the group falls behind:",
+        "-p prod inspect billing --fail-on-lag 10000 --fail-on-time-lag 15m -o json",
+    ),
+    Example("Plan a reset to the oldest retained message (nothing changes):", "reset demo --to earliest"),
+    Example("Move a group back two hours, without a prompt:", "reset billing --by-duration 2h --execute --yes"),
+    Example("A group cursor for scripts:", "cursor create billing --instance worker-1 --type LATEST"),
+    Example(
+        "Serve the emulator for the oci SDK or CLI in the foreground:",
+        "emulator serve --port 18418 --trusted-key ~/.oci/oci_api_key_public.pem",
+    ),
+    Example("Stop the background emulator:", "emulator stop"),
+    Example("Every resolved setting and where it came from:", "profile show"),
+)
