@@ -25,5 +25,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.emulator_bench
 
+.PHONY: docs
+docs: $(STAMP)  ## completions/, man/ocigroup.1 and docs/commands.md, generated from the app
+	$(BIN)/python -m ocigroup_cli.docgen
+
 clean:
 	rm -rf $(VENV) build *.egg-info
