@@ -2,17 +2,40 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import os
 import socket
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import oci
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import settings
 
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.emulator.auth import fingerprint
 from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+
+# Hypothesis scale: "ci" (the default) keeps the property and state-machine tests to seconds; "full" runs
+# 10,000 examples per property (OCIGROUP_HYPOTHESIS_PROFILE=full, or OCIGROUP_FULL_SCALE=1 like the slow tests).
+# Tests that need a different count scale it from `settings.default.max_examples`.
+settings.register_profile("ci", max_examples=200, deadline=None, print_blob=True)
+settings.register_profile("full", max_examples=10_000, deadline=None, print_blob=True)
+HYPOTHESIS_PROFILE = os.environ.get("OCIGROUP_HYPOTHESIS_PROFILE") or (
+    "full" if os.environ.get("OCIGROUP_FULL_SCALE") == "1" else "ci"
+)
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+# title -> {what: cases run}; property and state-machine tests count what they ran, the summary prints it
+HYPOTHESIS_CASES: dict[str, Counter[str]] = defaultdict(Counter)
+
+
+def pytest_terminal_summary(terminalreporter):
+    for title, counts in HYPOTHESIS_CASES.items():
+        listed = ", ".join(f"{what} {n:,}" for what, n in counts.items())
+        terminalreporter.write_line(f"{title} (hypothesis profile {HYPOTHESIS_PROFILE!r}): {listed}")
+
 
 _real_connect = socket.socket.connect
 
@@ -32,8 +55,6 @@ def _loopback_only(self, address):
 @pytest.fixture(autouse=True)
 def _isolate(monkeypatch, tmp_path):
     """No test reads the developer's environment or reaches beyond loopback."""
-    import os
-
     for name in list(os.environ):
         if name.startswith(("OCI_", "OCIGROUP_")):
             monkeypatch.delenv(name)
@@ -178,3 +199,20 @@ def write_config(directory, key: ApiKey, endpoint: str, name: str = "test", **ex
     path = directory / "ocigroup.yaml"
     path.write_text(yaml.safe_dump({"default": name, "profiles": {name: profile}}))
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One local Spark session for the whole run (a JVM costs seconds); skipped without Java or pyspark."""
+    import shutil
+
+    pytest.importorskip("pyspark")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.skip("Java 17+ is not installed")
+    from ocigroup_cli.export import spark as export_spark
+
+    log = tmp_path_factory.mktemp("spark") / "spark.log"
+    fast_jvm = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    session = export_spark.start("local[2]", log, driver_memory="1g", extra=fast_jvm)
+    yield session
+    session.stop()

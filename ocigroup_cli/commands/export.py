@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -15,9 +15,6 @@ from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import OcigroupError, UsageError
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 app = typer.Typer(
     help="Export a partition range for audit (Spark), with a manifest that proves it; verify an export.",
@@ -60,7 +57,7 @@ def _request(
 
 
 @contextmanager
-def _progress(spark: SparkSession, slices: int) -> Iterator[None]:
+def _progress(spark: Any, slices: int) -> Iterator[None]:
     """A progress bar (rows, slices done) while Spark works, on a terminal only."""
     if not console.err().is_terminal:
         yield

@@ -23,9 +23,10 @@ def cli(sdk, api_key, tmp_path, capsys, clock):
 
     def call(*args: str) -> Result:
         capsys.readouterr()
-        code = run(["--config", config, *args], clock=clock)
+        code = run(["--config", config, *args], clock=clock, spark=call.spark)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
 
     call.config = config
+    call.spark = None  # export tests put the shared session here
     return call

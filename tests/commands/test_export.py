@@ -1,0 +1,201 @@
+"""`ocigroup export` and `export verify` end to end: the real CLI, one shared local Spark session, the emulator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ocigroup_cli.errors import ExitCode
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def exporting(cli, spark, sdk):
+    cli.spark = spark
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test").data[0].id
+    sdk.put(sid, [(f"k{i % 5}" if i % 3 else None, f"value-{i}") for i in range(400)])
+    sdk.put(sid, [(b"", b"")])  # an empty key is not a missing key
+    return cli, sdk, sid
+
+
+def _export(cli, out, *args):
+    return cli("-o", "json", "export", "--out", str(out), *args)
+
+
+def _truth(sdk, sid, partitions):
+    rows = {}
+    for p in partitions:
+        got, _ = sdk.get(sid, sdk.cursor(sid, p, "TRIM_HORIZON"), limit=10_000)
+        rows[p] = [m.offset for m in got]
+    return rows
+
+
+def test_a_multi_partition_export_is_exact_verifiable_and_named_stably(exporting, tmp_path):
+    cli, sdk, sid = exporting
+    out = tmp_path / "audit"
+    r = _export(cli, out, "--partition", "0,2-3", "--from-offset", "0", "--to-offset", "1000000", "--split", "2")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc == json.loads((out / "manifest.json").read_text())
+    truth = _truth(sdk, sid, [0, 2, 3])
+    for entry in doc["partitions"]:
+        offsets = truth[entry["partition"]]
+        assert entry["rows"] == len(offsets) and entry["first_offset"] == offsets[0]
+        assert entry["last_offset"] == offsets[-1]
+        assert entry["gaps"] == offsets[-1] - offsets[0] + 1 - len(offsets) > 0  # the emulator leaves gaps
+    assert doc["rows"] == sum(map(len, truth.values()))
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["manifest.json", *sorted(f["name"] for f in doc["files"])]
+    assert all(n.startswith("partition-000") and n.endswith(".parquet") for n in names[1:])
+    assert not list(tmp_path.glob("audit.partial-*"))
+    assert doc["profile"] == "test" and doc["spark"]["version"].startswith("4.") and doc["tool"]["name"] == "ocigroup"
+    assert "BEGIN" not in r.out and "key_file" not in r.out  # the profile's name only: no key material or paths
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(out / doc["files"][0]["name"])
+    assert str(table.schema.field("timestamp").type) == "timestamp[us, tz=UTC]"
+    assert str(table.schema.field("value").type) == "binary"
+    assert cli("export", "verify", str(out)).code == 0
+
+
+def test_the_same_range_gives_the_same_content_digest_in_every_format(exporting, tmp_path):
+    cli, _, _ = exporting
+    digests = set()
+    for fmt in ("parquet", "jsonl", "csv"):
+        r = _export(cli, tmp_path / fmt, "--partition", "1", "--from-offset", "0", "--format", fmt)
+        assert r.code == 0, r.err
+        digests.add(json.loads(r.out)["content_digest"]["value"])
+        check = cli("-o", "json", "export", "verify", str(tmp_path / fmt))
+        assert check.code == 0 and json.loads(check.out)["ok"], check.out
+    assert len(digests) == 1
+
+
+def test_a_time_range_exports_what_was_published_between_the_two_times(cli, spark, sdk, clock, tmp_path):
+    cli.spark = spark
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test").data[0].id
+    start = clock.time_ms()
+    for minute in range(4):
+        sdk.put(sid, [(f"key-{p}", f"minute-{minute}-{p}") for p in range(20)])
+        clock.advance_ms(60_000)
+    window = ["--from-time", str(start + 60_000), "--to-time", str(start + 2 * 60_000)]  # epoch ms: minutes 1 and 2
+    r = _export(cli, tmp_path / "window", "--partition", "0-3", *window, "--format", "jsonl")
+    assert r.code == 0, r.err
+    lines = [
+        json.loads(line) for f in sorted((tmp_path / "window").glob("*.jsonl")) for line in f.read_text().splitlines()
+    ]
+    import base64
+
+    minutes = {base64.b64decode(row["value"]).decode().split("-")[1] for row in lines}
+    assert minutes == {"1", "2"} and len(lines) == 40
+
+
+def test_verify_names_a_flipped_byte_a_missing_file_and_an_extra_file(exporting, tmp_path):
+    cli, _, _ = exporting
+    out = tmp_path / "x"
+    assert _export(cli, out, "--partition", "0-1", "--from-offset", "0", "--format", "csv").code == 0
+    first, second = sorted(out.glob("*.csv"))
+    data = bytearray(first.read_bytes())
+    data[-5] ^= 0x01  # one bit of one value
+    first.write_bytes(bytes(data))
+    second.unlink()
+    (out / "notes.txt").write_text("extra")
+    r = cli("-o", "json", "export", "verify", str(out))
+    assert r.code == ExitCode.FAILURE
+    problems = json.loads(r.out)["problems"]
+    assert f"missing file: {second.name}" in problems and "extra file: notes.txt" in problems
+    assert any(p.startswith(f"{first.name} sha256") for p in problems)
+    assert any(p.startswith("content digest") for p in problems)
+    assert "difference(s) from its manifest" in r.err and "Traceback" not in r.err
+
+
+def test_a_flipped_byte_in_parquet_is_caught_too(exporting, tmp_path):
+    cli, _, _ = exporting
+    out = tmp_path / "p"
+    assert _export(cli, out, "--partition", "2", "--from-offset", "0").code == 0
+    (f,) = out.glob("*.parquet")
+    data = bytearray(f.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    f.write_bytes(bytes(data))
+    r = cli("-o", "json", "export", "verify", str(out))
+    assert r.code == ExitCode.FAILURE and "Traceback" not in r.err
+    assert any(p.startswith(f"{f.name} sha256") for p in json.loads(r.out)["problems"])
+
+
+def test_a_start_before_retention_is_refused_naming_the_first_available_offset(cli, sdk, clock, tmp_path):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test").data[0].id
+    sdk.put(sid, [("same-key", f"old-{i}") for i in range(5)])
+    clock.advance_ms(24 * 3_600_000 - 1_000)
+    entries = sdk.put(sid, [("same-key", "new")]).entries
+    clock.advance_ms(2_000)  # the old ones leave retention
+    r = cli("export", "--out", str(tmp_path / "t"), "--partition", str(entries[0].partition), "--from-offset", "0")
+    assert r.code == ExitCode.USAGE and "Traceback" not in r.err
+    assert f"the first available offset is {entries[0].offset} (" in r.err and "--allow-truncated" in r.err
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_failed_task_leaves_no_partial_directory_and_one_clear_line(exporting, tmp_path):
+    from ocigroup_cli.client.streaming import StreamingClient
+    from ocigroup_cli.config import resolve
+    from ocigroup_cli.core.clock import SystemClock
+    from ocigroup_cli.errors import OcigroupError
+    from ocigroup_cli.export import job
+    from ocigroup_cli.export.resolve import Request, make_plan
+    from ocigroup_cli.ops.target import resolve_stream
+
+    cli, sdk, sid = exporting
+    profile = resolve(cli.config)
+    client = StreamingClient(profile, SystemClock())
+    plan = make_plan(client, resolve_stream(client, profile), Request([0, 1], 0, 10**6), SystemClock().time_ms())
+    client.close()
+    sdk.admin.delete_stream(sid)  # the readers will find it gone
+    out = tmp_path / "gone"
+    with pytest.raises(OcigroupError, match="404") as failed:
+        job.run(cli.spark, plan, job.Target(out, "parquet", "local[2]"), {}, SystemClock())
+    assert "EXPORT-ERROR" not in failed.value.message and "Traceback" not in failed.value.message
+    assert not out.exists() and not list(tmp_path.glob("gone.partial-*"))
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--partition", "9", "--from-offset", "0"], ExitCode.USAGE, "partition 9 does not exist"),
+        (["--partition", "0", "--from-offset", "5", "--to-offset", "2"], ExitCode.USAGE, "before --from-offset"),
+        (["--partition", "0"], ExitCode.USAGE, "give an offset range"),
+        (["--partition", "0", "--from-offset", "0", "--from-time", "1h"], ExitCode.USAGE, "not both"),
+        (["--partition", "0", "--from-time", "yesterday-ish"], ExitCode.USAGE, "--from-time"),
+        (["--partition", "0", "--from-offset", "0", "--master", "lokal[2]"], ExitCode.USAGE, "not a Spark master"),
+        (
+            ["--partition", "0", "--from-offset", "0", "--format", "xml"],
+            ExitCode.USAGE,
+            "must be one of parquet, jsonl, csv",
+        ),
+        (["--partition", "0", "--from-offset", "0", "--split", "0"], ExitCode.USAGE, "--split must be at least 1"),
+    ],
+)
+def test_bad_requests_get_one_line_and_a_usage_exit(cli, tmp_path, args, code, says):
+    r = cli("export", "--out", str(tmp_path / "never"), *args)
+    assert r.code == code, r.err
+    assert says in r.err and "Traceback" not in r.err and r.out == ""
+    assert not (tmp_path / "never").exists()
+
+
+def test_an_existing_directory_is_never_overwritten(cli, tmp_path):
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "precious").write_text("x")
+    r = cli("export", "--out", str(tmp_path / "keep"), "--partition", "0", "--from-offset", "0")
+    assert r.code == ExitCode.USAGE and "never overwrites" in r.err
+    assert (tmp_path / "keep" / "precious").read_text() == "x"
+
+
+def test_missing_java_is_one_clear_line(monkeypatch, tmp_path):
+    from ocigroup_cli.errors import UsageError
+    from ocigroup_cli.export import spark
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError, match="Java 17 or newer is required"):
+        spark.start("local[1]", Path(tmp_path / "log"))
