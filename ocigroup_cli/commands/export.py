@@ -13,6 +13,7 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
+from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import OcigroupError, UsageError
 
@@ -157,13 +158,17 @@ def export(
     spark.check_master(target.master)
     client, stream = connect(ctx, profile)
     req = _request(partition, stream.partitions, (from_offset, to_offset), times, split, allow_truncated)
+    timer = _Phases(g.clock, g.verbose)
     the_plan = make_plan(client, stream, req, g.clock.time_ms())
+    timer.done(f"planned {len(the_plan.slices)} slice(s)")
     log = spark.log_path()
     session = g.spark or spark.start(target.master, log, driver_memory) if the_plan.slices else None
+    timer.done(f"Spark {target.master} ready (logs: {log})")
     meta = spark.meta(session, target.master, profile.name)
     try:
         with _progress(session, len(the_plan.slices)) if session else _nothing():
             doc = job.run(session, the_plan, target, meta, g.clock, log)
+        timer.done("read, written, hashed and published")
     finally:
         if session is not None and g.spark is None:
             session.stop()
@@ -171,6 +176,19 @@ def export(
     console.notice(
         f"exported {doc['rows']:,} rows to {target.out}; check it any time with: ocigroup export verify {target.out}"
     )
+
+
+class _Phases:
+    """With --verbose, how long each phase took (planning, Spark start, the job)."""
+
+    def __init__(self, clock: Clock, verbose: bool) -> None:
+        self.clock, self.verbose, self.last = clock, verbose, clock.monotonic()
+
+    def done(self, what: str) -> None:
+        now = self.clock.monotonic()
+        if self.verbose:
+            console.notice(f"{what} in {now - self.last:.1f} s")
+        self.last = now
 
 
 @contextmanager

@@ -1,0 +1,125 @@
+"""What the benchmarks share: an emulator process with its own key and a profile file pointing at it, and a
+sampler of a process tree's memory."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.emulator.auth import fingerprint
+from ocigroup_cli.ops import local
+
+TENANCY, USER = "ocid1.tenancy.oc1..bench", "ocid1.user.oc1..bench"
+
+
+@dataclass
+class BenchEmulator:
+    """`ocigroup emulator serve` on a free loopback port, a key it trusts, and a profile `bench` for it."""
+
+    tmp: Path
+    extra_args: tuple[str, ...] = ()
+    group: str | None = None
+    port: int = 0
+    key_file: Path = field(init=False)
+    fingerprint: str = field(init=False)
+    config: Path = field(init=False)
+    proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> BenchEmulator:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.key_file = self.tmp / "key.pem"
+        self.key_file.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        self.key_file.chmod(0o600)
+        pub = self.tmp / "pub.pem"
+        pub.write_bytes(
+            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+        self.fingerprint = fingerprint(key.public_key())
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        log = self.tmp / "emulator.log"
+        self.proc = local.spawn(self.port, str(self.tmp / "emu.db"), [pub], log, self.extra_args)
+        local.wait_until_up(self.proc, self.port, SystemClock(), log)
+        profile = {
+            "endpoint": self.url,
+            "auth": {"method": "api_key", "key_file": str(self.key_file), "tenancy": TENANCY, "user": USER},
+            "stream": {"name": "bench", "compartment": "ocid1.compartment.oc1..bench"},
+            "deadline_s": 120,
+        }
+        if self.group:
+            profile["group"] = {"name": self.group}
+        self.config = self.tmp / "ocigroup.yaml"
+        self.config.write_text(yaml.safe_dump({"default": "bench", "profiles": {"bench": profile}}))
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+def _tree(root: int) -> list[int]:
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(parents.get(pid, []))
+    return out
+
+
+def _rss_kib(pid: int) -> tuple[str, int]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return fields["Name"].strip(), int(fields.get("VmRSS", "0 kB").split()[0])
+    except (OSError, KeyError, ValueError):
+        return "", 0
+
+
+class MemorySampler(threading.Thread):
+    """Peak RSS of a process, of the JVMs below it, and of the whole tree, sampled every 100 ms."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.stop = threading.Event()
+        self.driver_kib = self.jvm_kib = self.tree_kib = 0
+
+    def run(self) -> None:
+        while not self.stop.wait(0.1):
+            total = jvm = 0
+            for pid in _tree(self.pid):
+                name, kib = _rss_kib(pid)
+                total += kib
+                if pid == self.pid:
+                    self.driver_kib = max(self.driver_kib, kib)
+                elif name == "java":
+                    jvm += kib
+            self.jvm_kib, self.tree_kib = max(self.jvm_kib, jvm), max(self.tree_kib, total)
