@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import sys
 import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from ocigroup_cli.core.clock import Clock, SystemClock, real_sleep
 from ocigroup_cli.emulator.api import Api, Response
@@ -120,6 +122,13 @@ class _HttpServer(ThreadingHTTPServer):
         self.connections: set[socket.socket] = set()
         self.conn_lock = threading.Lock()
         super().__init__(address, handler)
+
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
+        """A client that drops its connection (a killed process, a timeout) is routine, not a server error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            log.debug("%s: connection dropped by the client", client_address)
+            return
+        super().handle_error(request, client_address)
 
     def close_connections(self) -> None:
         """End kept-alive connections too: a stopped server must not go on answering on them."""
