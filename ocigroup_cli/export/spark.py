@@ -148,7 +148,10 @@ def meta(session: SparkSession | None, master: str, profile_name: str) -> dict[s
 
     return {
         "tool": {"name": "ocigroup", "version": __version__},
-        "spark": {"version": session.version if session is not None else version("pyspark"), "master": master},
+        "spark": {
+            "version": session.version if session is not None else version("pyspark"),
+            "master": session.sparkContext.master if session is not None else master,  # spark-submit may set it
+        },
         "profile": profile_name,
     }
 
