@@ -7,10 +7,12 @@ keep-alive connection does not stall on Nagle's algorithm (~45 ms per request ot
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import socket
 import sys
 import threading
+import uuid
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -69,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             length = -1
         if length < 0 or len(length_values) > 1 or length > 16 * 1024 * 1024:
-            self._send(Response(400, b'{"code":"CannotParseRequest","message":"Bad Content-Length."}'), close=True)
+            self.send_error(400, "Bad Content-Length")
             return
         body = self.rfile.read(length) if length else b""
         faults = self.server.faults
@@ -110,6 +112,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head + response.body)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("do_"):  # any other method goes to the API too, which refuses it (405/404), not 501
+            return self._serve
+        raise AttributeError(name)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """A request http.server cannot parse (bad request line, version, huge headers) gets the OCI error shape,
+        and a 4xx: the client sent something wrong, the service did not fail."""
+        text = message or HTTPStatus(code).phrase
+        body = json.dumps({"code": "CannotParseRequest", "message": f"{text}."}).encode()
+        headers = {"content-type": "application/json", "opc-request-id": uuid.uuid4().hex.upper()}
+        self._send(Response(code if code < 500 else 400, body, headers), close=True)
 
 
 class _HttpServer(ThreadingHTTPServer):
