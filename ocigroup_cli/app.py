@@ -115,7 +115,12 @@ def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object
     except typer.Abort:
         return ExitCode.INTERRUPTED
     except typer.TyperException as exc:  # usage errors from argument parsing
-        exc.show()  # type: ignore[attr-defined]
+        message = exc.format_message()
+        ctx = getattr(exc, "ctx", None)
+        if "\n" in message:  # a command given without arguments: its help is the answer
+            exc.show()  # type: ignore[attr-defined]
+        else:  # one line, like every other error, and where to look
+            console.error(message, f"see '{ctx.command_path} --help'" if ctx is not None else None)
         return int(getattr(exc, "exit_code", ExitCode.USAGE))
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import getpass
+import math
 import os
 import re
 import secrets
@@ -41,6 +42,8 @@ def _ocid(kind: str) -> Callable[[Any], str | None]:
 
 
 def _template(value: Any) -> str | None:
+    if not str(value).strip():
+        return "a non-empty name template"
     try:
         str(value).format(**dict.fromkeys(_TEMPLATE_FIELDS, "x"))
     except (KeyError, IndexError, ValueError):
@@ -77,7 +80,7 @@ SCHEMA: dict[str, Key] = {
     "stream.name": Key(str, None, "stream name (resolved to an OCID with stream.compartment)"),
     "stream.compartment": Key(str, None, "compartment OCID used to find stream.name", check=_ocid("compartment")),
     "stream.partitions": Key(int, 4, "partitions when the local profile creates its stream", minimum=1),
-    "group.name": Key(str, None, "consumer group name"),
+    "group.name": Key(str, None, "consumer group name", check=lambda v: None if v.strip() else "a non-empty name"),
     "group.instance": Key(str, "{hostname}", "instance name template; stable by default", check=_template),
     "group.commit_on_get": Key(bool, True, "let GetMessages commit the previous batch"),
     "group.timeout_ms": Key(int, 30_000, "instance inactivity timeout before partitions are released", minimum=1000),
@@ -129,10 +132,10 @@ class Profile:
 
 
 def local_port() -> int:
-    try:
-        return int(os.environ.get("OCIGROUP_LOCAL_PORT", LOCAL_PORT))
-    except ValueError:
-        raise ConfigError("OCIGROUP_LOCAL_PORT must be a port number.") from None
+    text = os.environ.get("OCIGROUP_LOCAL_PORT", str(LOCAL_PORT))
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 65535):
+        raise ConfigError(f"OCIGROUP_LOCAL_PORT must be a port number from 1 to 65535, got {text!r}.")
+    return int(text)
 
 
 def local_defaults() -> dict[str, Any]:
@@ -178,6 +181,8 @@ def _validate(key: str, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: '{key}' must be {names}, got {value!r}.", spec.help or None)
     if spec.choices and value not in spec.choices:
         raise ConfigError(f"{where}: '{key}' must be one of {', '.join(spec.choices)}, got {value!r}.")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: '{key}' must be a finite number, got {value!r}.")
     if spec.minimum is not None and cast(float, value) < spec.minimum:
         raise ConfigError(f"{where}: '{key}' must be at least {spec.minimum}, got {value!r}.")
     if spec.check is not None and (problem := spec.check(value)):
@@ -223,7 +228,7 @@ def _apply_file(b: _Builder, name: str, entry: Any, path: Path, lines: yamlfile.
     for key, (value, keys) in flat.items():
         where = f"{path}:{lines.get(keys, lines.get(base, 1))}"
         if key not in SCHEMA:
-            raise _unknown(key, list(SCHEMA), where + f" (profiles.{name})")
+            raise _unknown(key, [*SCHEMA, *SECTIONS], where + f" (profiles.{name})")
         if value is None:
             continue
         b.set(key, _validate(key, value, where + f" profiles.{name}.{key}"), f"{path}:{lines.get(keys, 1)}")

@@ -15,6 +15,8 @@ from ocigroup_cli.config import Profile
 from ocigroup_cli.core import keys
 from ocigroup_cli.errors import ConfigError
 
+PASS_IN_CONFIG = "add pass_phrase to that profile of the OCI config file"
+
 
 @dataclass
 class Credentials:
@@ -34,7 +36,7 @@ def permission_warning(path: Path) -> str | None:
     return None
 
 
-def load_private_key(path_text: str, pass_phrase: str | None, what: str) -> Any:
+def load_private_key(path_text: str, pass_phrase: str | None, what: str, no_pass_hint: str = PASS_IN_CONFIG) -> Any:
     from cryptography.hazmat.primitives import serialization
 
     path = Path(path_text).expanduser()
@@ -53,10 +55,7 @@ def load_private_key(path_text: str, pass_phrase: str | None, what: str) -> Any:
             data, password=pass_phrase.encode() if pass_phrase else None, unsafe_skip_rsa_key_validation=True
         )
     except TypeError:
-        raise ConfigError(
-            f"{what} {path}: the key is encrypted and no pass phrase was given.",
-            "name the variable holding it in auth.pass_phrase_env",
-        ) from None
+        raise ConfigError(f"{what} {path}: the key is encrypted and no pass phrase was given.", no_pass_hint) from None
     except ValueError:
         problem = "the pass phrase is wrong or " if pass_phrase else ""
         raise ConfigError(f"{what} {path}: {problem}this is not a PEM private key.") from None
@@ -73,9 +72,15 @@ def fingerprint_of(private_key: Any) -> str:
 
 
 def _api_key(
-    key_file: str, pass_phrase: str | None, tenancy: str, user: str, fingerprint: str | None, what: str
+    key_file: str,
+    pass_phrase: str | None,
+    tenancy: str,
+    user: str,
+    fingerprint: str | None,
+    what: str,
+    no_pass_hint: str = PASS_IN_CONFIG,
 ) -> ApiKeySigner:
-    key = load_private_key(key_file, pass_phrase, what)
+    key = load_private_key(key_file, pass_phrase, what, no_pass_hint)
     return ApiKeySigner(f"{tenancy}/{user}/{fingerprint or fingerprint_of(key)}", key)
 
 
@@ -88,8 +93,15 @@ def _oci_config(profile: Profile) -> dict[str, str]:
             parser.read_file(fh)
     except FileNotFoundError:
         raise ConfigError(f"auth.config_file {path}: no such file.", "run 'oci setup config' or fix the path") from None
-    except (OSError, configparser.Error) as exc:
-        raise ConfigError(f"auth.config_file {path}: cannot read it ({exc}).") from None
+    except OSError as exc:
+        raise ConfigError(f"auth.config_file {path}: cannot read it ({exc.strerror}).") from None
+    except configparser.Error as exc:
+        # only the first line: the others quote the file's lines, which may hold a pass phrase
+        errors = getattr(exc, "errors", None)
+        line = getattr(exc, "lineno", None) or (errors[0][0] if errors else None)
+        where = f"{path}:{line}" if line else str(path)
+        first = str(exc).splitlines()[0]
+        raise ConfigError(f"auth.config_file {where}: not a valid OCI config file ({first}).") from None
     if section != "DEFAULT" and not parser.has_section(section):
         raise ConfigError(f"auth.config_file {path}: no profile [{section}] in it.")
     values = dict(parser[section])
@@ -113,6 +125,9 @@ def credentials(profile: Profile) -> Credentials:
             profile.require("auth.user", "auth.user in the profile"),
             profile.get("auth.fingerprint"),
             "auth.key_file",
+            f"auth.pass_phrase_env names {pass_env}, which is unset or empty: export it"
+            if pass_env
+            else "name the variable holding it in auth.pass_phrase_env",
         )
         if warning := permission_warning(Path(key_file).expanduser()):
             warnings.append(warning)
@@ -136,9 +151,14 @@ def credentials(profile: Profile) -> Credentials:
         import oci
 
         token_file = values.get("security_token_file")
+        section = f"auth.config_file {profile.get('auth.config_file')} [{profile.get('auth.config_profile')}]"
         if not token_file:
-            raise ConfigError(f"[{profile.get('auth.config_profile')}] has no security_token_file.")
-        token = Path(token_file).expanduser().read_text().strip()
+            raise ConfigError(f"{section}: 'security_token_file' is missing.")
+        try:
+            token = Path(token_file).expanduser().read_text().strip()
+        except OSError as exc:
+            problem = f"security_token_file {token_file}: cannot read it ({exc.strerror})."
+            raise ConfigError(f"{section}: {problem}") from None
         key = load_private_key(values["key_file"], values.get("pass_phrase"), "key_file in the OCI config")
         return Credentials(SdkSigner(oci.auth.signers.SecurityTokenSigner(token, key)), region, warnings)
     import oci

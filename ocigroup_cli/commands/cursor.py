@@ -56,6 +56,10 @@ def create(
             raise UsageError(f"--time: {exc}.") from None
     if kind in ("AT_OFFSET", "AFTER_OFFSET") and (partition is None or offset is None):
         raise UsageError(f"--type {kind} needs --partition and --offset.")
+    if time is not None and kind != "AT_TIME":  # silently ignoring it would start somewhere else
+        raise UsageError(f"--time goes with --type AT_TIME, not {kind}.")
+    if offset is not None and kind not in ("AT_OFFSET", "AFTER_OFFSET"):
+        raise UsageError(f"--offset goes with --type AT_OFFSET or AFTER_OFFSET, not {kind}.")
     profile = load_profile(
         ctx,
         **{

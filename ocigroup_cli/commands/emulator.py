@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Annotated
@@ -87,8 +88,14 @@ def serve(
         server = EmulatorServer(config, clock)
     except ValueError as exc:
         raise UsageError(f"--trusted-key: not a usable RSA key PEM ({exc}).") from None
+    except sqlite3.Error as exc:
+        raise UsageError(f"--data {data}: not a usable emulator database ({exc}).") from None
     except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}.", "pick another --port") from None
+        if exc.filename is not None:  # the data file, not the socket
+            raise UsageError(f"--data {data}: cannot open it ({exc.strerror}).") from None
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror}.", "check --host, or pick another --port"
+        ) from None
     console.notice(
         f"ocigroup emulator listening on {server.url} (data: {data}; auth: "
         f"{'off' if no_auth else f'on, {len(keys)} trusted key(s)'}). This is a local emulator of OCI Streaming: "

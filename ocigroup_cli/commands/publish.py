@@ -10,13 +10,33 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, connect, fmt, load_profile
+from ocigroup_cli.emulator.limits import MAX_KEY_BYTES, MAX_VALUE_BYTES
 from ocigroup_cli.errors import OcigroupError, UsageError
 
 BATCH_BYTES = 900_000  # stay under the 1 MiB request limit
 
 
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogateescape")  # argument bytes that are not UTF-8 pass through as-is
+
+
+def _check_size(n: int, key: bytes | None, value: bytes) -> None:
+    """The service refuses these; refusing before any batch is stored keeps a publish all or nothing here."""
+    for what, data, limit in (("key", key or b"", MAX_KEY_BYTES), ("value", value, MAX_VALUE_BYTES)):
+        if len(data) > limit:
+            raise UsageError(
+                f"message {n}: its {what} is {len(data)} bytes; the service accepts at most {limit}. "
+                "Nothing was published."
+            )
+
+
 def _read(values: list[str] | None, key: str | None, json_lines: bool) -> list[tuple[bytes | None, bytes]]:
-    lines = values or [line.rstrip("\n") for line in sys.stdin]
+    try:
+        lines = values or [line.rstrip("\n") for line in sys.stdin]
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"stdin is not UTF-8 text ({exc.reason} at byte {exc.start}); nothing was published."
+        ) from None
     out: list[tuple[bytes | None, bytes]] = []
     for n, line in enumerate(lines, 1):
         if json_lines:
@@ -27,13 +47,14 @@ def _read(values: list[str] | None, key: str | None, json_lines: bool) -> list[t
                 k = doc.get("key")
                 if k is not None and not isinstance(k, str):
                     raise ValueError("'key' must be a string")
-            except ValueError as exc:
+                out.append((None if k is None else _bytes(k), _bytes(doc["value"])))
+            except ValueError as exc:  # UnicodeEncodeError (a lone surrogate escape) included
                 raise UsageError(
                     f"input line {n}: not a JSON object with 'value' (and optional 'key'): {exc}."
                 ) from None
-            out.append((None if k is None else k.encode(), doc["value"].encode()))
         else:
-            out.append((None if key is None else key.encode(), line.encode()))
+            out.append((None if key is None else _bytes(key), _bytes(line)))
+        _check_size(n, *out[-1])
     return out
 
 

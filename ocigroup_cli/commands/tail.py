@@ -119,9 +119,10 @@ def tail(
     if template is not None:
         try:
             template.format(partition=0, offset=0, timestamp="", key="", value="")
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+            problem = f"unknown field {exc}" if isinstance(exc, KeyError) else str(exc)
             raise UsageError(
-                f"--template: unknown field {exc}; use partition, offset, timestamp, key, value."
+                f"--template {template!r}: {problem}; the fields are partition, offset, timestamp, key and value."
             ) from None
     from ocigroup_cli.ops.tail import Tail, TailOptions, peek
 
