@@ -96,6 +96,7 @@ def start(master: str, log: Path, driver_memory: str = "2g", extra: dict[str, st
         .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .config("spark.executor.heartbeatInterval", "1s")
+        .config("spark.hadoop.parquet.block.size", str(16 << 20))  # row groups the manifest reads one at a time
         .config("spark.driver.extraJavaOptions", java_opts)
     )
     for key, value in (extra or {}).items():
