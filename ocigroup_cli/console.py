@@ -23,7 +23,7 @@ def err() -> Console:
     if _err is None:
         from rich.console import Console
 
-        _err = Console(stderr=True, highlight=False, no_color="NO_COLOR" in os.environ, soft_wrap=True)
+        _err = Console(stderr=True, highlight=False, emoji=False, no_color="NO_COLOR" in os.environ, soft_wrap=True)
     return _err
 
 
@@ -32,7 +32,7 @@ def out() -> Console:
     if _out is None:
         from rich.console import Console
 
-        _out = Console(highlight=False, no_color="NO_COLOR" in os.environ, soft_wrap=True)
+        _out = Console(highlight=False, emoji=False, no_color="NO_COLOR" in os.environ, soft_wrap=True)
     return _out
 
 
