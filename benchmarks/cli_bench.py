@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from benchmarks import summary
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.ops import local
 
@@ -221,6 +222,9 @@ def main() -> None:
         f"{'tail vs plain SDK loop: client CPU per 1 KiB message':58} {tail_us:8.1f}us {sdk_us:8.1f}us "
         f"{tail_us / sdk_us:6.2f}x  <= 0.33x"
     )
+    summary.record("cli: ocigroup --help, median wall", help_s, None, "s", "<= 0.15 s", "-")
+    summary.record("cli: inspect vs oci stream group get, median wall", inspect_s, oci_s, "s", "<= 0.5x", "oci CLI")
+    summary.record("cli: tail client CPU per 1 KiB message", tail_us, sdk_us, "us", "<= 0.33x", "plain SDK loop")
     print(f"(whole-run CPU for {args.large} messages: tail {t_large:.2f}s, SDK loop {s_large:.2f}s)")
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from benchmarks import summary
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.emulator import log
@@ -185,6 +186,7 @@ def main() -> None:
     print(f"{'measurement':45} {'server':>10} {'floor':>10} {'ratio':>7}  (target <= 2.0x)")
     for name, server, floor in rows_out:
         print(f"{name:45} {server * 1000:8.1f}ms {floor * 1000:8.1f}ms {server / floor:6.2f}x")
+        summary.record(f"emulator: {name}", server * 1000, floor * 1000, "ms", "<= 2.0x", "in-process floor")
     print(
         f"PutMessages throughput: {args.messages / put_time:,.0f} msg/s; "
         f"small signed request (GetStream) round trip: {small * 1000:.2f} ms"

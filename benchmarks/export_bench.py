@@ -24,6 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks import summary
 from benchmarks.harness import BenchEmulator, MemorySampler
 
 BATCH = 4_500  # 4,500 x 200 B stays under the 1 MB PutMessages limit
@@ -136,6 +137,14 @@ def main() -> None:
             print(f"{'sequential reader (1 process, pyarrow)':<44} {seq_s:>8.2f} {args.messages / seq_s:>10,.0f}")
             print(f"{'ocigroup export (Spark local[*])':<44} {spark_s:>8.2f} {args.messages / spark_s:>10,.0f}")
             print(f"ratio Spark / sequential: {spark_s / seq_s:.2f}x  (target <= 0.7x); same rows and content digest")
+            summary.record(
+                f"export: {args.messages:,} x {args.size} B, Spark local[*], wall",
+                spark_s,
+                seq_s,
+                "s",
+                "<= 0.7x",
+                "sequential reader",
+            )
 
             more = args.messages * (args.memory_factor - 1)
             publish(emu.config, args.partitions, more, args.size, create=False)
@@ -153,6 +162,14 @@ def main() -> None:
                 )
             growth = big_mem.driver_kib / spark_mem.driver_kib
             print(f"driver growth for {args.memory_factor}x the range: {growth:.2f}x (flat means <= ~1.1x)")
+            summary.record(
+                f"export: driver peak RSS at {args.memory_factor}x the range",
+                big_mem.driver_kib / 1024,
+                spark_mem.driver_kib / 1024,
+                "MiB",
+                "flat",
+                "same export at 1x",
+            )
 
 
 if __name__ == "__main__":
