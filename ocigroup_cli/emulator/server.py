@@ -130,6 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # socketserver's 5 drops a burst of connects (each retried after 1 s)
     api: Api
     faults: FaultPlan | None
 
