@@ -221,3 +221,75 @@ def test_no_auth_mode_accepts_unsigned(api_key, clock):
         assert status == 200
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("name", ["date", "host", "content-length", "content-type", "x-content-sha256"])
+def test_each_signed_header_missing_from_the_request_is_refused(raw, name):
+    before = stream_count(raw)
+    status, body, _ = create(raw, tamper=_drop_header(name))
+    assert (status, body["code"]) == (401, "NotAuthenticated"), body
+    assert stream_count(raw) == before
+
+
+LIST = "/20180418/streams?compartmentId=ocid1.compartment.oc1..test&limit=50"
+
+
+def _set_header(name, value):
+    def tamper(method, path, wire, body):
+        return method, path, [(n, value if n == name else v) for n, v in wire], body
+
+    return tamper
+
+
+def _query(new):
+    def tamper(method, path, wire, body):
+        return method, path.split("?")[0] + "?" + new, wire, body
+
+    return tamper
+
+
+GET_BAD_CASES = {
+    "unsigned": {"tamper": _drop_header("authorization")},
+    "date-missing": {"tamper": _drop_header("date")},
+    "host-missing": {"tamper": _drop_header("host")},
+    "host-changed": {"tamper": _set_header("host", "evil.example:443")},
+    "date-changed": {"tamper": _set_header("date", formatdate(usegmt=True, timeval=0))},
+    "path-changed": {"tamper": lambda m, p, w, b: (m, p.replace("/streams", "/streams/x"), w, b)},
+    "query-added": {"tamper": lambda m, p, w, b: (m, p + "&name=orders", w, b)},
+    "query-removed": {"tamper": _query("compartmentId=ocid1.compartment.oc1..test")},
+    "query-reordered": {"tamper": _query("limit=50&compartmentId=ocid1.compartment.oc1..test")},
+    "target-not-signed": {"signed": ["date", "host"]},
+    "date-5:01-ahead": {"date_offset_s": 301},
+    "date-5:01-behind": {"date_offset_s": -301},
+    "key-id-of-the-trusted-key-but-wrong-signature": {"params": {"signature": base64.b64encode(b"x" * 256).decode()}},
+}
+
+
+@pytest.mark.parametrize("case", GET_BAD_CASES, ids=list(GET_BAD_CASES))
+def test_bad_signatures_on_get_are_refused(raw, case):
+    status, body, _ = raw.request("GET", LIST, **GET_BAD_CASES[case])
+    assert (status, body["code"]) == (401, "NotAuthenticated"), body
+
+
+@pytest.mark.parametrize("offset_s", [299, -299])
+def test_get_date_four_fifty_nine_off_is_accepted(raw, offset_s):
+    assert raw.request("GET", LIST, date_offset_s=offset_s)[0] == 200
+
+
+def test_a_signed_get_replayed_as_delete_deletes_nothing(raw):
+    _, stream, _ = create(raw)
+    path = f"/20180418/streams/{stream['id']}"
+
+    def as_delete(method, p, wire, body):
+        return "DELETE", p, wire, body
+
+    status, body, _ = raw.request("GET", path, tamper=as_delete)
+    assert (status, body["code"]) == (401, "NotAuthenticated")
+    assert raw.request("GET", path)[1]["lifecycleState"] == "ACTIVE"
+
+
+def test_get_signed_by_an_untrusted_key_is_refused(raw, tmp_path):
+    stranger = make_key(tmp_path)
+    for key_id in (None, f"{TENANCY_USER}/{raw.key.fingerprint}"):
+        status, body, _ = raw.request("GET", LIST, key=stranger, key_id=key_id)
+        assert (status, body["code"]) == (401, "NotAuthenticated")
