@@ -18,8 +18,8 @@ test: lint
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check ocigroup_cli tests benchmarks
-	$(BIN)/ruff check ocigroup_cli tests benchmarks
+	$(BIN)/ruff format --check ocigroup_cli tests benchmarks reliability
+	$(BIN)/ruff check ocigroup_cli tests benchmarks reliability
 	$(BIN)/mypy
 
 bench: $(STAMP)

@@ -30,16 +30,17 @@ def home() -> Path:
     return state_dir() / "local"
 
 
-def ensure_key() -> Path:
-    """Create the local profile's RSA key pair on first use (private key 0600)."""
-    key_path = home() / "key.pem"
-    public_path = home() / "key_public.pem"
+def ensure_key(directory: Path | None = None) -> Path:
+    """Create an RSA key pair (key.pem 0600, key_public.pem) on first use; by default the local profile's."""
+    directory = directory or home()
+    key_path = directory / "key.pem"
+    public_path = directory / "key_public.pem"
     if key_path.exists() and public_path.exists():
         return key_path
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    home().mkdir(parents=True, exist_ok=True, mode=0o700)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

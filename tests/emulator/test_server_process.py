@@ -6,7 +6,6 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -17,13 +16,8 @@ import pytest
 
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.ops import local
+from reliability.procs import free_port
 from tests.conftest import ApiKey, b64
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve(tmp_path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:

@@ -1,0 +1,221 @@
+"""One scenario run in progress: the emulator and `tail` processes, the harness's clients, the recorder.
+
+`open_run` starts an emulator (durable data file, signatures verified), creates the stream, writes a profile
+the `tail` processes share and starts N instances of one group. `finish_run` drains, stops every instance
+with SIGTERM, records a final GetGroup and stops the emulator.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+from ocigroup_cli.config import resolve
+from ocigroup_cli.core.clock import SystemClock, real_sleep
+from ocigroup_cli.ops import local
+from reliability.history import Exit, Fault, Recorder, RunInfo, Sample
+from reliability.load import Observer, Publisher, snapshot
+from reliability.procs import TEMPLATE, Emulator, TailProcess, had_traceback
+
+GROUP = "rel"
+PROFILE = "reliability"
+COMPARTMENT = "ocid1.compartment.oc1..reliability"
+
+
+@dataclass(frozen=True)
+class Setting:
+    partitions: int
+    instances: int
+    messages: int
+    faults: int  # how many faults the scenario's script applies
+    spacing: tuple[float, float]  # seconds between faults (uniform)
+    timeout_ms: int = 3000
+    batch_limit: int = 100
+    max_processing_s: float = 300.0
+    drain_s: float = 60.0
+
+    @property
+    def heartbeat_ms(self) -> int:
+        return self.timeout_ms // 3
+
+
+@dataclass
+class Run:
+    name: str
+    setting: Setting
+    work: Path
+    rng: random.Random
+    recorder: Recorder
+    emulator: Emulator
+    client: StreamingClient
+    stream: StreamInfo
+    env: dict[str, str]
+    t0: float
+    slots: list[TailProcess] = field(default_factory=list)
+    restarts: list[tuple[float, int, str]] = field(default_factory=list)  # (due, slot, instance name)
+    observer: Observer | None = None
+    publisher: Publisher | None = None
+    _incarnations: dict[str, int] = field(default_factory=dict)
+    _renames: dict[int, int] = field(default_factory=dict)
+
+    def now(self) -> float:
+        return SystemClock().monotonic() - self.t0
+
+    def start(self, slot: int, name: str, throttle_bps: float | None = None) -> TailProcess:
+        n = self._incarnations[name] = self._incarnations.get(name, 0) + 1
+        args = ["tail", "--format", "template", "--template", TEMPLATE, "--join-live"]
+        args += ["--batch-limit", str(self.setting.batch_limit)]
+        proc = TailProcess(f"{name}#{n}", name, args, self.env, self.work, self.recorder, self.now, throttle_bps)
+        if slot < len(self.slots):
+            self.slots[slot] = proc
+        else:
+            self.slots.append(proc)
+        return proc
+
+    def new_name(self, slot: int) -> str:
+        k = self._renames[slot] = self._renames.get(slot, 0) + 1
+        return f"w{slot}-{k}"
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, restarting killed instances as they fall due."""
+        until = self.now() + seconds
+        while True:
+            for item in sorted(self.restarts):
+                if item[0] <= self.now():
+                    self.restarts.remove(item)
+                    self.start(item[1], item[2])
+            left = until - self.now()
+            if left <= 0:
+                return
+            real_sleep(min(0.05, left))
+
+    def settle_restarts(self) -> None:
+        while self.restarts:
+            self.sleep(0.05)
+
+    def victim(self, busy_within: float = 0.02, patience: float = 2.0) -> int | None:
+        """A random running instance, caught while it is writing when possible: right after the harness read a
+        line from it (so faults land between a fetch and its commit), else after `patience` seconds anyway."""
+        live = [i for i, p in enumerate(self.slots) if p.alive and not p.paused]
+        if not live:
+            return None
+        slot = self.rng.choice(live)
+        until = self.now() + patience
+        while self.now() < until and self.now() - self.slots[slot].last_read > busy_within:
+            real_sleep(0.002)
+        return slot
+
+    def shown(self, source: str = "fault") -> Sample | None:
+        """GetGroup now, recorded (right after a fault: the victim's partitions and the committed offsets)."""
+        sample = snapshot(self.client, self.stream, GROUP, self.now, source)
+        if sample is not None:
+            self.recorder.record(sample)
+        return sample
+
+    def fault(
+        self, kind: str, start: float, end: float, victim: TailProcess | None = None, shown: Sample | None = None
+    ) -> None:
+        held = [p for p, owner in enumerate(shown.owners) if victim and owner == victim.name] if shown else []
+        self.recorder.record(
+            Fault(
+                start,
+                kind,
+                end,
+                victim.label if victim else None,
+                victim.name if victim else None,
+                held,
+                list(shown.committed) if shown else [],
+            )
+        )
+
+
+def write_profile(path: Path, key_file: Path, endpoint: str, s: Setting, stream_id: str | None = None) -> None:
+    stream = {"id": stream_id} if stream_id else {"name": GROUP, "compartment": COMPARTMENT}
+    profile = {
+        "endpoint": endpoint,
+        "deadline_s": 20,
+        "auth": {
+            "method": "api_key",
+            "key_file": str(key_file),
+            "tenancy": "ocid1.tenancy.oc1..reliability",
+            "user": "ocid1.user.oc1..reliability",
+        },
+        "stream": stream,
+        "group": {
+            "name": GROUP,
+            "timeout_ms": s.timeout_ms,
+            "heartbeat_ms": s.heartbeat_ms,
+            "max_processing_s": s.max_processing_s,
+        },
+    }
+    path.write_text(yaml.safe_dump({"default": PROFILE, "profiles": {PROFILE: profile}}))
+
+
+def child_env(work: Path, profile: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OCI_", "OCIGROUP_"))}
+    env.update(OCIGROUP_CONFIG=str(profile), OCIGROUP_PROFILE=PROFILE, OCIGROUP_STATE_DIR=str(work / "state"))
+    return env
+
+
+def open_run(name: str, s: Setting, work: Path, seed: int, emulator_args: tuple[str, ...]) -> Run:
+    clock = SystemClock()
+    work.mkdir(parents=True, exist_ok=True)
+    key = local.ensure_key(work / "key")
+    emulator = Emulator(work, key.with_name("key_public.pem"), clock, emulator_args)
+    recorder = Recorder(work / "history.jsonl")
+    recorder.record(
+        RunInfo(name, seed, s.partitions, s.instances, s.timeout_ms, s.heartbeat_ms, s.batch_limit, s.max_processing_s)
+    )
+    profile = work / "profile.yaml"
+    emulator.start()
+    try:
+        write_profile(profile, key, emulator.url, s)
+        client = StreamingClient(resolve(str(profile), PROFILE, env={}), clock)
+        stream = client.get_stream(client.create_stream(GROUP, s.partitions, COMPARTMENT).id)
+        write_profile(profile, key, emulator.url, s, stream.id)
+    except BaseException:
+        emulator.stop()
+        recorder.close()
+        raise
+    env = child_env(work, profile)
+    return Run(name, s, work, random.Random(seed), recorder, emulator, client, stream, env, clock.monotonic())
+
+
+def drain_and_stop(run: Run) -> None:
+    """Wait until every acknowledged value was written (or the deadline), then stop every instance cleanly."""
+    deadline = run.now() + run.setting.drain_s
+    while run.recorder.unconsumed() and run.now() < deadline:
+        real_sleep(0.1)
+    real_sleep(1.0)  # the instances' idle reads commit their last batches
+    for proc in run.slots:
+        proc.signal(signal.SIGTERM)
+    for proc in run.slots:
+        proc.finish(expected=130)
+    if run.observer is not None:
+        run.observer.stopping.set()
+        run.observer.join(timeout=30)
+    run.shown("final")
+
+
+def close_run(run: Run) -> None:
+    """Whatever happened: no process or connection left behind, the emulator stopped, the history closed."""
+    for thread in (run.publisher, run.observer):
+        if thread is not None:
+            thread.stopping.set()
+            thread.join(timeout=30)
+            thread.client.close()
+    run.client.close()
+    for proc in run.slots:
+        if proc.proc.poll() is None:
+            proc.resume()
+            proc.kill()
+            proc.finish(expected=-9)
+    code = run.emulator.stop()
+    run.recorder.record(Exit(run.now(), "emulator", "emulator", code, 0, had_traceback(run.emulator.log)))
+    run.recorder.close()

@@ -1,0 +1,174 @@
+"""Fault scenarios and their settings at CI and full scale.
+
+Every scenario: an emulator process and N `ocigroup tail` processes of one group; a paced publisher of unique
+values and a GetGroup observer; the scenario's fault script; restarts of whatever it killed; a final drain
+(every acknowledged value written, or a deadline); SIGTERM to every instance; a final GetGroup.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from reliability.harness import GROUP, Run, Setting, close_run, drain_and_stop, open_run
+from reliability.history import Exit, History, Sample
+from reliability.load import Observer, Publisher
+
+INJECTED = "429=0.03,503=0.03,drop=0.02,drop-after=0.02"
+SLOW_BPS = 4096.0  # the slow downstream pipe reads about 160 lines a second
+RESTART_S = (0.0, 4.0)  # a killed instance comes back after this long, half the time under the same name
+
+
+def kills(run: Run) -> None:
+    """SIGKILL a random instance; restart it later, half the time under the same name."""
+    for _ in range(run.setting.faults):
+        run.sleep(run.rng.uniform(*run.setting.spacing))
+        slot = run.victim()
+        if slot is None:
+            continue
+        proc = run.slots[slot]
+        t = run.now()
+        proc.kill()
+        proc.finish(expected=-9)
+        run.fault("kill", t, t, proc, run.shown())
+        name = proc.name if run.rng.random() < 0.5 else run.new_name(slot)
+        run.restarts.append((run.now() + run.rng.uniform(*RESTART_S), slot, name))
+    run.settle_restarts()
+
+
+def pauses(shortest: Callable[[Setting], float], longest: Callable[[Setting], float]) -> Callable[[Run], None]:
+    def script(run: Run) -> None:
+        for _ in range(run.setting.faults):
+            run.sleep(run.rng.uniform(*run.setting.spacing))
+            slot = run.victim()
+            if slot is None:
+                continue
+            proc = run.slots[slot]
+            length = run.rng.uniform(shortest(run.setting), longest(run.setting))
+            t = run.now()
+            proc.pause()
+            shown = run.shown()
+            run.sleep(length - (run.now() - t))
+            proc.resume()
+            run.fault("pause", t, run.now(), proc, shown)
+
+    return script
+
+
+def emulator_kills(run: Run) -> None:
+    """SIGKILL the emulator; start it again on the same port and data file after 0.2-1.5 s."""
+    for _ in range(run.setting.faults):
+        run.sleep(run.rng.uniform(*run.setting.spacing))
+        t = run.now()
+        run.emulator.kill()
+        run.sleep(run.rng.uniform(0.2, 1.5))
+        run.emulator.start()
+        run.fault("emulator-kill", t, run.now())
+
+
+def resets(run: Run) -> None:
+    """`ocigroup reset --by-duration 3s --execute --yes --force` while the instances consume."""
+    for i in range(run.setting.faults):
+        run.sleep(run.rng.uniform(*run.setting.spacing))
+        t = run.now()
+        command = [sys.executable, "-m", "ocigroup_cli", "-o", "json", "reset", "--by-duration", "3s"]
+        done = subprocess.run([*command, "--execute", "--yes", "--force"], env=run.env, capture_output=True, timeout=60)
+        (run.work / f"reset-{i}.err").write_bytes(done.stderr)
+        traceback = b"Traceback" in done.stderr
+        run.recorder.record(Exit(run.now(), f"reset-{i}", "reset", done.returncode, 0, traceback))
+        if done.returncode == 0:
+            after = {int(r["partition"]): r["committed_after"] for r in json.loads(done.stdout)["result"]}
+            # in force from some moment during the command: stamp it with the start
+            run.recorder.record(Sample(t, [], [after.get(p) for p in range(run.stream.partitions)], "reset"))
+        run.fault("reset", t, run.now())
+
+
+def stalls(run: Run) -> None:
+    """Stop reading instance 0's (already slow) pipe: alternately past the timeout and past max_processing_s."""
+    s = run.setting
+    for i in range(s.faults):
+        run.sleep(run.rng.uniform(*s.spacing))
+        proc = run.slots[0]
+        t = run.now()
+        proc.stall()
+        shown = run.shown()
+        run.sleep((s.timeout_ms / 1000 + 1.5 if i % 2 == 0 else s.max_processing_s + 2.0) - (run.now() - t))
+        proc.unstall()
+        run.fault("stall", t, run.now(), proc, shown)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    script: Callable[[Run], None]
+    doc: str
+    emulator_args: tuple[str, ...] = ()
+    slow_first: bool = False  # instance 0 writes into a slow downstream pipe
+
+
+def _pause_short(s: Setting) -> float:
+    return (s.timeout_ms - s.heartbeat_ms) / 1000 - 0.3
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "kill": Scenario(kills, "SIGKILL random instances, restart them"),
+    "pause-short": Scenario(pauses(lambda s: 1.0, _pause_short), "SIGSTOP shorter than the timeout"),
+    "pause-long": Scenario(
+        pauses(lambda s: s.timeout_ms / 1000 + 1.0, lambda s: s.timeout_ms / 1000 + 2.0),
+        "SIGSTOP longer than the timeout (zombie)",
+    ),
+    "emulator-kill": Scenario(emulator_kills, "SIGKILL the emulator, restart it"),
+    "faults": Scenario(
+        kills, "injected 429/503/drops/latency, plus kills", ("--faults", INJECTED, "--latency-ms", "2")
+    ),
+    "reset": Scenario(resets, "reset --by-duration 3s while consuming"),
+    "slow-pipe": Scenario(stalls, "slow downstream pipe that stalls", slow_first=True),
+}
+
+SCALES: dict[str, dict[str, Setting]] = {
+    "ci": {
+        "kill": Setting(4, 3, 6_000, 3, (4.0, 5.0)),
+        "pause-short": Setting(4, 3, 3_000, 2, (1.5, 2.5)),
+        "pause-long": Setting(4, 3, 3_000, 2, (1.5, 2.5)),
+        "emulator-kill": Setting(4, 3, 3_000, 2, (1.5, 2.5)),
+        "faults": Setting(4, 3, 3_000, 1, (3.0, 4.0)),
+        "reset": Setting(4, 3, 3_000, 1, (3.0, 4.0)),
+        "slow-pipe": Setting(4, 3, 3_000, 1, (1.5, 2.5), max_processing_s=6.0),
+    },
+    "full": {
+        "kill": Setting(8, 4, 100_000, 20, (4.0, 6.0)),
+        "pause-short": Setting(8, 4, 20_000, 10, (3.0, 5.0)),
+        "pause-long": Setting(8, 4, 20_000, 10, (3.0, 5.0)),
+        "emulator-kill": Setting(8, 4, 20_000, 5, (3.0, 5.0)),
+        "faults": Setting(8, 4, 20_000, 5, (4.0, 6.0)),
+        "reset": Setting(8, 4, 20_000, 3, (4.0, 6.0)),
+        "slow-pipe": Setting(8, 4, 20_000, 3, (3.0, 5.0), max_processing_s=6.0),
+    },
+}
+
+
+def execute(name: str, s: Setting, work: Path, seed: int) -> History:
+    """Run scenario `name` with setting `s` in directory `work`; the history is also in work/history.jsonl."""
+    scenario = SCENARIOS[name]
+    extra = (*scenario.emulator_args, "--seed", str(seed)) if scenario.emulator_args else ()
+    run = open_run(name, s, work, seed, extra)
+    try:
+        for i in range(s.instances):
+            run.start(i, f"w{i}", SLOW_BPS if scenario.slow_first and i == 0 else None)
+        rate = s.messages / max(3.0, s.faults * (sum(s.spacing) / 2 + 1.0))  # publish until the last fault
+        run.observer = Observer(run.client.clone(), run.stream, GROUP, run.recorder, run.now)
+        run.publisher = Publisher(
+            run.client.clone(), run.stream, run.recorder, run.now, f"{seed:x}", s.messages, rate, random.Random(~seed)
+        )
+        run.observer.start()
+        run.publisher.start()
+        scenario.script(run)
+        run.publisher.join()
+        drain_and_stop(run)
+    finally:
+        close_run(run)
+    return run.recorder.history

@@ -1,0 +1,171 @@
+"""The checker against hand-made histories: one per anomaly kind and pass bar that it must flag, the allowed
+variants it must pass (legitimate resume, reset, one stale batch), a clean history and an empty one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from reliability.checker import ANOMALIES, check
+from reliability.history import Acked, Delivered, Exit, Fault, History, RunInfo, Sample, decode, encode
+
+RUN = RunInfo("hand-made", 0, 2, 2, timeout_ms=3000, heartbeat_ms=1000, batch_limit=2, max_processing_s=10.0)
+
+
+def write(t: float, who: str, p: int, o: int, value: str | None = None) -> Delivered:
+    return Delivered(t, f"{who}#1", who, p, o, value or f"r:{p}:{o}")
+
+
+def sample(t: float, committed: list[int | None], owners: list[str | None] | None = None, source="observer"):
+    return Sample(t, owners or ["A", "B"], committed, source)
+
+
+def clean() -> list:
+    """A owns partition 0 (offsets 0-3), B owns partition 1 (0-1); all written, committed, stopped cleanly."""
+    return [
+        RUN,
+        *(Acked(1.0, f"r:0:{o}", 0, o) for o in range(4)),
+        *(Acked(1.0, f"r:1:{o}", 1, o) for o in range(2)),
+        sample(0.5, [None, None]),
+        write(2.0, "A", 0, 0),
+        write(2.0, "A", 0, 1),
+        write(2.0, "B", 1, 0),
+        write(2.2, "B", 1, 1),
+        sample(2.5, [1, 1]),
+        write(3.0, "A", 0, 2),
+        write(3.1, "A", 0, 3),
+        sample(5.0, [3, 1]),
+        sample(6.0, [3, 1], source="final"),
+        Exit(6.5, "A#1", "A", 130, 130, False),
+        Exit(6.5, "B#1", "B", 130, 130, False),
+        Exit(7.0, "emulator", "emulator", 0, 0, False),
+    ]
+
+
+def without(events: list, *drop) -> list:
+    return [e for e in events if e not in drop]
+
+
+def bar(report, prefix: str):
+    return next(b for b in report.bars if b.name.startswith(prefix))
+
+
+def test_clean_history_passes():
+    report = check(History.of(clean()))
+    assert report.ok, [b for b in report.bars if not b.ok]
+    assert report.flagged() == set()
+    assert (report.acknowledged, report.delivered, report.duplicates) == (6, 6, 0)
+
+
+def test_empty_history_passes():
+    report = check(History())
+    assert report.ok and report.flagged() == set()
+
+
+def test_history_round_trips_through_json_lines(tmp_path):
+    events = [*clean(), Fault(4.0, "kill", 4.0, "A#1", "A", [0], [1, None])]
+    assert [decode(encode(e)) for e in events] == events
+
+
+ANOMALY_CASES = {
+    "lost": without(clean(), write(3.0, "A", 0, 2)),
+    "unexpected": [*clean(), Delivered(3.2, "B#1", "B", -1, -1, "garbage line")],
+    # B writes offset 1 of partition 0 with another message's value
+    "inconsistent": [*clean(), write(3.2, "B", 0, 1, "r:0:3")],
+    # A goes back to offset 1 although the group had committed 1 (resuming would start at 2)
+    "out-of-order": [*clean(), write(3.2, "A", 0, 1)],
+    "committed-backwards": [*clean(), sample(5.5, [2, 1])],
+    # B writes three messages (more than one batch of 2) of partition 0 while GetGroup shows A owning it
+    "overlap": [*clean(), write(3.2, "B", 0, 1), write(3.2, "B", 0, 2), write(3.3, "B", 0, 3)],
+    "crash": [*clean(), Exit(6.6, "C#1", "C", 1, 130, False)],
+    "uncommitted-at-end": [
+        *without(clean(), sample(5.0, [3, 1]), sample(6.0, [3, 1], source="final")),
+        sample(6.0, [2, 1], source="final"),
+    ],
+}
+
+
+@pytest.mark.parametrize("kind", ANOMALIES)
+def test_each_anomaly_kind_is_flagged_alone(kind):
+    report = check(History.of(ANOMALY_CASES[kind]))
+    assert report.flagged() == {kind}, {k: v.examples for k, v in report.anomalies.items() if v.count}
+    assert not report.ok
+    assert report.anomalies[kind].examples
+
+
+def test_a_traceback_is_a_crash_even_with_the_expected_code():
+    report = check(History.of([*clean(), Exit(6.6, "C#1", "C", 130, 130, True)]))
+    assert report.flagged() == {"crash"}
+
+
+def test_resuming_after_the_committed_offset_is_not_out_of_order():
+    # A lost partition 0 after writing 0-3 uncommitted past 1, regained it and resumed at 2 (committed 1)
+    events = [*without(clean(), sample(5.0, [3, 1])), write(3.5, "A", 0, 2), write(3.6, "A", 0, 3), sample(5.0, [3, 1])]
+    report = check(History.of(events))
+    assert report.flagged() == set()
+    assert report.duplicates == 2
+
+
+def test_committed_may_move_backwards_across_a_reset():
+    events = [*clean(), Fault(5.2, "reset", 5.3), sample(5.5, [0, 0])]
+    assert "committed-backwards" not in check(History.of(events)).flagged()
+
+
+def test_one_stale_batch_after_losing_a_partition_is_not_overlap():
+    # B wrote one batch (2 messages) of partition 0 while A owned it: what a revoked instance may still write
+    events = [*clean(), write(3.2, "B", 0, 2), write(3.2, "B", 0, 3)]
+    assert check(History.of(events)).flagged() == set()
+
+
+def test_writes_between_samples_that_show_a_handoff_count_as_owned():
+    # B held partition 0 between two samples (A before, C after): ownership changed, so nothing is proven
+    events = [
+        *without(clean(), sample(5.0, [3, 1])),
+        sample(3.15, [3, 1], ["A", "B"]),
+        *(write(3.2, "B", 0, o) for o in range(4)),
+        sample(3.4, [3, 1], ["C", "B"]),
+    ]
+    assert "overlap" not in check(History.of(events)).flagged()
+
+
+def test_duplicates_beyond_what_was_delivered_since_the_last_commit_fail_the_kill_bar():
+    # A is killed after everything it wrote was committed (3): B delivering 2 and 3 again is not allowed
+    kill = Fault(5.1, "kill", 5.1, "A#1", "A", [0], [3, 1])
+    events = [*clean(), kill, sample(9.0, [3, 1], ["B", "B"]), write(9.1, "B", 0, 2), write(9.1, "B", 0, 3)]
+    report = check(History.of(events))
+    assert report.faults[0].duplicates == 2 and report.faults[0].allowed == 0
+    assert not bar(report, "duplicates per kill").ok
+    # the same redelivery is within the bar when the commit was behind (1): 2 and 3 were delivered since
+    events[events.index(kill)] = replace(kill, committed=[1, 1])
+    report = check(History.of(events))
+    assert report.faults[0].allowed == 2
+    assert bar(report, "duplicates per kill").ok
+
+
+def test_a_partition_served_again_too_late_fails_the_gap_bar():
+    # A is killed at 4.0; its last line (offset 4) is read just after; offset 5 (acknowledged at 3.95) waits
+    # until B serves it at 9.5: 5.5 s after A's last write
+    events = [
+        *clean(),
+        Acked(3.9, "r:0:4", 0, 4),
+        Acked(3.95, "r:0:5", 0, 5),
+        Fault(4.0, "kill", 4.0, "A#1", "A", [0], [3, 1]),
+        write(4.02, "A", 0, 4),
+        write(9.5, "B", 0, 5),
+    ]
+    report = check(History.of(events))
+    assert report.faults[0].gap_s == pytest.approx(9.5 - 4.02)
+    assert not bar(report, "served again").ok
+    events[-1] = write(7.5, "B", 0, 5)  # 3.48 s: within timeout + 2 heartbeats (5 s)
+    assert bar(check(History.of(events)), "served again").ok
+
+
+def test_a_short_pause_that_costs_partitions_fails():
+    pause = Fault(4.0, "pause", 5.0, "A#1", "A", [0], [3, 1])
+    report = check(History.of([*clean(), pause, sample(4.5, [3, 1], ["B", "B"])]))
+    assert report.faults[0].handoffs == 1
+    assert not bar(report, "short pauses").ok
+    # a pause longer than timeout - heartbeat may lose them
+    report = check(History.of([*clean(), replace(pause, end=7.0), sample(4.5, [3, 1], ["B", "B"])]))
+    assert bar(report, "short pauses").ok
