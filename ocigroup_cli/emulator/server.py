@@ -110,6 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         self.wfile.write(head + response.body)
+        if log.isEnabledFor(logging.DEBUG):  # `serve -v`: one line per request (answers bypass send_response)
+            self.log_request(response.status, len(response.body))
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
 
