@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint bench venv clean
+.PHONY: test lint bench bench-all demo venv clean docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check ocigroup_cli tests benchmarks reliability
 	$(BIN)/ruff check ocigroup_cli tests benchmarks reliability
 	$(BIN)/mypy
+
+demo: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
+
+bench-all: $(STAMP)  ## every benchmark, then one table of figures and ratios
+	$(BIN)/python -m benchmarks.all
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.emulator_bench
