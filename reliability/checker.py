@@ -16,8 +16,9 @@ Anomalies (each must be 0):
   messages) of a partition in a row while GetGroup, in the samples just before and just after each write,
   showed the partition reserved by one same other instance (or by none). One batch is allowed: a revoked or
   paused instance may still write the batch it fetched before it lost the partition; it cannot fetch another
-  one from it. When the samples around a write disagree, ownership changed in between and the write counts
-  as owned (GetGroup is sampled every 100 ms, so two quick handoffs are not visible).
+  one from it. For a process behind a slow pipe, add the lines its pipe can hold: they were written
+  before the harness read them. When the samples around a write disagree, ownership changed in between and
+  the write counts as owned (GetGroup is sampled every 100 ms, so two quick handoffs are not visible).
 - crash: a process exited with another code than expected (130 for a tail stopped with SIGTERM, -9 for one
   the harness killed, 0 for the emulator stopped with SIGTERM), or printed a Python traceback.
 - uncommitted-at-end: after everything was consumed and every instance stopped cleanly, a partition's
@@ -149,8 +150,12 @@ def committed_backwards(ix: Index, out: Kind) -> None:
 
 
 def overlap(ix: Index, out: Kind) -> None:
-    limit = ix.h.run.batch_limit if ix.h.run is not None else 1
+    batch = ix.h.run.batch_limit if ix.h.run is not None else 1
+    pipes = {s.process: s.pipe_bytes for s in ix.h.slow}
     for process, deliveries in ix.by_process.items():
+        limit = batch
+        if process in pipes:  # what sat in the slow pipe when the partition moved was written before
+            limit += pipes[process] // min(len(f"{d.partition} {d.offset} {d.value}\n") for d in deliveries)
         stretches: dict[int, list[int]] = defaultdict(list)  # partition -> offsets written outside ownership
         holders: dict[int, str | None] = {}
         for d in [*deliveries, None]:

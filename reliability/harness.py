@@ -19,7 +19,7 @@ from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
 from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import SystemClock, real_sleep
 from ocigroup_cli.ops import local
-from reliability.history import Exit, Fault, Recorder, RunInfo, Sample
+from reliability.history import Exit, Fault, Recorder, RunInfo, Sample, SlowPipe
 from reliability.load import Observer, Publisher, snapshot
 from reliability.procs import TEMPLATE, Emulator, TailProcess, had_traceback
 
@@ -72,6 +72,8 @@ class Run:
         args = ["tail", "--format", "template", "--template", TEMPLATE, "--join-live"]
         args += ["--batch-limit", str(self.setting.batch_limit)]
         proc = TailProcess(f"{name}#{n}", name, args, self.env, self.work, self.recorder, self.now, throttle_bps)
+        if proc.pipe_bytes is not None:
+            self.recorder.record(SlowPipe(self.now(), proc.label, proc.pipe_bytes))
         if slot < len(self.slots):
             self.slots[slot] = proc
         else:

@@ -96,6 +96,16 @@ class Exit:
     traceback: bool  # its stderr shows an unhandled exception
 
 
+@dataclass(frozen=True, slots=True)
+class SlowPipe:
+    """The harness reads this process's stdout slowly through a pipe of `pipe_bytes`: lines may reach the
+    history that long after the process wrote them (longer while the reading is stalled)."""
+
+    t: float
+    process: str
+    pipe_bytes: int
+
+
 EVENTS: dict[str, type[Any]] = {
     "run": RunInfo,
     "ack": Acked,
@@ -104,6 +114,7 @@ EVENTS: dict[str, type[Any]] = {
     "sample": Sample,
     "fault": Fault,
     "exit": Exit,
+    "slow": SlowPipe,
 }
 _TYPE_OF = {cls: name for name, cls in EVENTS.items()}
 
@@ -117,6 +128,7 @@ class History:
     samples: list[Sample] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     exits: list[Exit] = field(default_factory=list)
+    slow: list[SlowPipe] = field(default_factory=list)
 
     def add(self, event: Any) -> None:
         if isinstance(event, RunInfo):
@@ -129,6 +141,7 @@ class History:
             Sample: self.samples,
             Fault: self.faults,
             Exit: self.exits,
+            SlowPipe: self.slow,
         }
         target[type(event)].append(event)
 

@@ -103,9 +103,15 @@ class TailProcess:
                 start_new_session=True,
             )
         assert self.proc.stdout is not None
+        self.pipe_bytes: int | None = None  # the pipe's capacity when it is read slowly
         if throttle_bps is not None:
+            fd = self.proc.stdout.fileno()
             with contextlib.suppress(AttributeError, OSError):  # Linux only: make the writer block sooner
-                fcntl.fcntl(self.proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, SMALL_PIPE)
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, SMALL_PIPE)
+            try:
+                self.pipe_bytes = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+            except (AttributeError, OSError):
+                self.pipe_bytes = 1 << 16  # the usual default
         self._reader = threading.Thread(target=self._read, name=f"read-{label}", daemon=True)
         self._reader.start()
 

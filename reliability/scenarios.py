@@ -108,25 +108,37 @@ class Scenario:
     doc: str
     emulator_args: tuple[str, ...] = ()
     slow_first: bool = False  # instance 0 writes into a slow downstream pipe
+    # about how long one fault takes (catching a busy victim included): the publisher spreads its messages
+    # over the whole schedule, so faults hit instances with work pending
+    fault_s: Callable[[Setting], float] = lambda s: 1.0
 
 
 def _pause_short(s: Setting) -> float:
-    return (s.timeout_ms - s.heartbeat_ms) / 1000 - 0.3
+    """Short enough that the reservation cannot lapse: the last contact is at most a heartbeat old."""
+    return (s.timeout_ms - s.heartbeat_ms) / 1000 - 0.5
 
 
 SCENARIOS: dict[str, Scenario] = {
     "kill": Scenario(kills, "SIGKILL random instances, restart them"),
-    "pause-short": Scenario(pauses(lambda s: 1.0, _pause_short), "SIGSTOP shorter than the timeout"),
+    "pause-short": Scenario(
+        pauses(lambda s: 1.0, _pause_short), "SIGSTOP shorter than the timeout", fault_s=lambda s: 2.2
+    ),
     "pause-long": Scenario(
         pauses(lambda s: s.timeout_ms / 1000 + 1.0, lambda s: s.timeout_ms / 1000 + 2.0),
         "SIGSTOP longer than the timeout (zombie)",
+        fault_s=lambda s: s.timeout_ms / 1000 + 2.5,
     ),
-    "emulator-kill": Scenario(emulator_kills, "SIGKILL the emulator, restart it"),
+    "emulator-kill": Scenario(emulator_kills, "SIGKILL the emulator, restart it", fault_s=lambda s: 2.0),
     "faults": Scenario(
         kills, "injected 429/503/drops/latency, plus kills", ("--faults", INJECTED, "--latency-ms", "2")
     ),
     "reset": Scenario(resets, "reset --by-duration 3s while consuming"),
-    "slow-pipe": Scenario(stalls, "slow downstream pipe that stalls", slow_first=True),
+    "slow-pipe": Scenario(
+        stalls,
+        "slow downstream pipe that stalls",
+        slow_first=True,
+        fault_s=lambda s: (s.timeout_ms / 1000 + s.max_processing_s) / 2 + 2.0,
+    ),
 }
 
 SCALES: dict[str, dict[str, Setting]] = {
@@ -159,7 +171,7 @@ def execute(name: str, s: Setting, work: Path, seed: int) -> History:
     try:
         for i in range(s.instances):
             run.start(i, f"w{i}", SLOW_BPS if scenario.slow_first and i == 0 else None)
-        rate = s.messages / max(3.0, s.faults * (sum(s.spacing) / 2 + 1.0))  # publish until the last fault
+        rate = s.messages / max(3.0, s.faults * (sum(s.spacing) / 2 + scenario.fault_s(s)))
         run.observer = Observer(run.client.clone(), run.stream, GROUP, run.recorder, run.now)
         run.publisher = Publisher(
             run.client.clone(), run.stream, run.recorder, run.now, f"{seed:x}", s.messages, rate, random.Random(~seed)

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from reliability.checker import ANOMALIES, check
-from reliability.history import Acked, Delivered, Exit, Fault, History, RunInfo, Sample, decode, encode
+from reliability.history import Acked, Delivered, Exit, Fault, History, RunInfo, Sample, SlowPipe, decode, encode
 
 RUN = RunInfo("hand-made", 0, 2, 2, timeout_ms=3000, heartbeat_ms=1000, batch_limit=2, max_processing_s=10.0)
 
@@ -64,7 +64,7 @@ def test_empty_history_passes():
 
 
 def test_history_round_trips_through_json_lines(tmp_path):
-    events = [*clean(), Fault(4.0, "kill", 4.0, "A#1", "A", [0], [1, None])]
+    events = [*clean(), Fault(4.0, "kill", 4.0, "A#1", "A", [0], [1, None]), SlowPipe(0.0, "B#1", 4096)]
     assert [decode(encode(e)) for e in events] == events
 
 
@@ -115,6 +115,12 @@ def test_committed_may_move_backwards_across_a_reset():
 def test_one_stale_batch_after_losing_a_partition_is_not_overlap():
     # B wrote one batch (2 messages) of partition 0 while A owned it: what a revoked instance may still write
     events = [*clean(), write(3.2, "B", 0, 2), write(3.2, "B", 0, 3)]
+    assert check(History.of(events)).flagged() == set()
+
+
+def test_lines_that_sat_in_a_slow_pipe_are_not_overlap():
+    # the same three lines as the overlap case, but B's pipe (read slowly) holds two more lines than a batch
+    events = [*ANOMALY_CASES["overlap"], SlowPipe(0.0, "B#1", 20)]
     assert check(History.of(events)).flagged() == set()
 
 
