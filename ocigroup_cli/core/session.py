@@ -1,7 +1,6 @@
 """A group instance's liveness rules, as pure functions of monotonic times (seconds).
 
 - a heartbeat is due when nothing reached the service for `heartbeat_s`;
-- the reservation has lapsed when nothing reached it for `timeout_s` (the service then reassigns);
 - output is stalled when one batch has been in the writer's hands for `max_processing_s`: the instance then
   stops heartbeating so its partitions go to others, like Kafka's max.poll.interval.ms.
 """
@@ -23,9 +22,6 @@ class Rules:
 
     def heartbeat_due(self, last_contact: float, now: float) -> bool:
         return now - last_contact >= self.heartbeat_s
-
-    def lapsed(self, last_contact: float, now: float) -> bool:
-        return now - last_contact > self.timeout_s
 
     def stalled(self, batch_started: float | None, now: float) -> bool:
         return batch_started is not None and now - batch_started > self.max_processing_s
