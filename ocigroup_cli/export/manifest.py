@@ -38,11 +38,8 @@ def read_rows(path: Path, fmt: str) -> Iterator[list[Row]]:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        columns = ["partition", "offset", "timestamp", "key", "value"]
-        pf = pq.ParquetFile(path)
-        # one row group at a time: iter_batches reads ahead, so its memory grows with the file
-        batches: Iterator[Any] = (
-            b for i in range(pf.num_row_groups) for b in pf.read_row_group(i, columns=columns).to_batches(65_536)
+        batches: Iterator[Any] = pq.ParquetFile(path).iter_batches(
+            batch_size=65_536, columns=["partition", "offset", "timestamp", "key", "value"]
         )
         encoded = False
     else:
