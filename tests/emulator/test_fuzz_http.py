@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from ocigroup_cli.client.signing import ApiKeySigner
 from tests.conftest import HYPOTHESIS_CASES, ApiKey, b64
+from tests.emulator.strategies import bodies, json_values
 from tests.emulator.test_server_process import clients, serve
 
 TENANCY_USER = "ocid1.tenancy.oc1..aaaaaaaatesttenancy/ocid1.user.oc1..aaaaaaaatestuser"
@@ -158,36 +159,7 @@ def fuzz(emu, api_key):
 
 # -- signed random bodies ---------------------------------------------------------------------------------------
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
-    max_leaves=12,
-)
-fields = st.sampled_from(
-    [
-        "name",
-        "partitions",
-        "compartmentId",
-        "messages",
-        "key",
-        "value",
-        "type",
-        "partition",
-        "offset",
-        "time",
-        "groupName",
-        "instanceName",
-        "timeoutInMs",
-        "commitOnGet",
-        "retentionInHours",
-        "streamPoolId",
-    ]
-)
-json_bodies = st.one_of(
-    json_values,
-    st.dictionaries(fields, json_values, max_size=6),
-    st.fixed_dictionaries({"messages": st.lists(st.dictionaries(st.sampled_from(["key", "value"]), json_values))}),
-).map(lambda doc: json.dumps(doc).encode())
+json_bodies = bodies.map(lambda doc: json.dumps(doc).encode())
 broken_bodies = st.one_of(
     st.binary(max_size=200),
     json_bodies.flatmap(lambda raw: st.integers(0, max(0, len(raw) - 1)).map(lambda n: raw[:n])),  # truncated
