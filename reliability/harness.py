@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,14 @@ class Run:
         while self.now() < until and self.now() - self.slots[slot].last_read > busy_within:
             real_sleep(0.002)
         return slot
+
+    def victims(self) -> Iterator[tuple[int, TailProcess]]:
+        """One victim per fault of the setting, each after a random spacing (a fault with none running is skipped)."""
+        for _ in range(self.setting.faults):
+            self.sleep(self.rng.uniform(*self.setting.spacing))
+            slot = self.victim()
+            if slot is not None:
+                yield slot, self.slots[slot]
 
     def shown(self, source: str = "fault") -> Sample | None:
         """GetGroup now, recorded (right after a fault: the victim's partitions and the committed offsets)."""

@@ -26,12 +26,7 @@ RESTART_S = (0.0, 4.0)  # a killed instance comes back after this long, half the
 
 def kills(run: Run) -> None:
     """SIGKILL a random instance; restart it later, half the time under the same name."""
-    for _ in range(run.setting.faults):
-        run.sleep(run.rng.uniform(*run.setting.spacing))
-        slot = run.victim()
-        if slot is None:
-            continue
-        proc = run.slots[slot]
+    for slot, proc in run.victims():
         t = run.now()
         proc.kill()
         proc.finish(expected=-9)
@@ -43,12 +38,7 @@ def kills(run: Run) -> None:
 
 def pauses(shortest: Callable[[Setting], float], longest: Callable[[Setting], float]) -> Callable[[Run], None]:
     def script(run: Run) -> None:
-        for _ in range(run.setting.faults):
-            run.sleep(run.rng.uniform(*run.setting.spacing))
-            slot = run.victim()
-            if slot is None:
-                continue
-            proc = run.slots[slot]
+        for _, proc in run.victims():
             length = run.rng.uniform(shortest(run.setting), longest(run.setting))
             t = run.now()
             proc.pause()
