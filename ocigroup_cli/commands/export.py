@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +16,9 @@ from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of,
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import OcigroupError, UsageError
+
+if TYPE_CHECKING:  # imported inside the command: `--help` must not pay for the export modules
+    from ocigroup_cli.export.resolve import Request
 
 app = typer.Typer(
     help="Export a partition range for audit (Spark), with a manifest that proves it; verify an export.",
@@ -39,7 +42,7 @@ def _request(
     times: tuple[int | None, int | None],
     split: int,
     allow_truncated: bool,
-) -> Any:
+) -> Request:
     from ocigroup_cli.export.plan import parse_partitions
     from ocigroup_cli.export.resolve import Request
 
@@ -162,11 +165,11 @@ def export(
     the_plan = make_plan(client, stream, req, g.clock.time_ms())
     timer.done(f"planned {len(the_plan.slices)} slice(s)")
     log = spark.log_path()
-    session = g.spark or spark.start(target.master, log, driver_memory) if the_plan.slices else None
+    session = (g.spark or spark.start(target.master, log, driver_memory)) if the_plan.slices else None
     timer.done(f"Spark {target.master} ready (logs: {log})")
     meta = spark.meta(session, target.master, profile.name)
     try:
-        with _progress(session, len(the_plan.slices)) if session else _nothing():
+        with _progress(session, len(the_plan.slices)) if session else nullcontext():
             doc = job.run(session, the_plan, target, meta, g.clock, log)
         timer.done("read, written, hashed and published")
     finally:
@@ -189,11 +192,6 @@ class _Phases:
         if self.verbose:
             console.notice(f"{what} in {now - self.last:.1f} s")
         self.last = now
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 @app.command()
