@@ -142,8 +142,7 @@ def run(
     write: Callable[[Path], None] | None = None,
 ) -> dict[str, Any]:
     """Export `plan` to `target.out` and return its manifest. `write` replaces the Spark write (baseline)."""
-    target.check()
-    started = plan.end_ms
+    target.check()  # again here: the command checked before starting Spark, but the directory may appear since
     partial = target.out.with_name(f"{target.out.name}.partial-{uuid.uuid4().hex[:12]}")
     try:
         if write is not None:
@@ -158,7 +157,7 @@ def run(
                 raise _spark_failure(exc, log) from None
         partial.mkdir(exist_ok=True)
         _stable_names(partial, plan, target.fmt)
-        doc = build_manifest(plan, target, partial, meta, started, clock.time_ms())
+        doc = build_manifest(plan, target, partial, meta, plan.end_ms, clock.time_ms())
         _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")
         partial.rename(target.out)
     finally:
