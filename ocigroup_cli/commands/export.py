@@ -165,20 +165,30 @@ def export(
     the_plan = make_plan(client, stream, req, g.clock.time_ms())
     timer.done(f"planned {len(the_plan.slices)} slice(s)")
     log = spark.log_path()
-    session = (g.spark or spark.start(target.master, log, driver_memory)) if the_plan.slices else None
+    cache = spark.class_cache(g.clock.time_ms()) if the_plan.slices and g.spark is None else None
+    session = None
+    if the_plan.slices:
+        session = g.spark or spark.start(target.master, log, driver_memory, class_cache=cache)
     timer.done(f"Spark {target.master} ready (logs: {log})")
     meta = spark.meta(session, target.master, profile.name)
+    done = False
     try:
         with _progress(session, len(the_plan.slices)) if session else nullcontext():
             doc = job.run(session, the_plan, target, meta, g.clock, log)
         timer.done("read, written, hashed and published")
+        done = True
     finally:
         if session is not None and g.spark is None:
             session.stop()
+            if cache is not None and not done:
+                cache.abandon(spark.jvm_process())
     console.emit(doc, fmt(ctx, output), lambda: _summary(doc))
     console.notice(
         f"exported {doc['rows']:,} rows to {target.out}; check it any time with: ocigroup export verify {target.out}"
     )
+    if cache is not None and cache.recording is not None:
+        console.notice("saving Spark's class archive, so that later exports start sooner (first export only)")
+        cache.finish(spark.jvm_process())
 
 
 class _Phases:

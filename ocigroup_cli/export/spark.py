@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.export import classcache
+from ocigroup_cli.export.classcache import ClassCache
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,8 +72,15 @@ def check_java() -> None:
     raise UsageError("Java 17 or newer is required for export, and none was found.", "install a JDK or set JAVA_HOME")
 
 
-def start(master: str, log: Path, driver_memory: str = "2g", extra: dict[str, str] | None = None) -> SparkSession:
-    """A session for `master`, its JVM and worker logs going to `log`."""
+def start(
+    master: str,
+    log: Path,
+    driver_memory: str = "2g",
+    extra: dict[str, str] | None = None,
+    class_cache: ClassCache | None = None,
+) -> SparkSession:
+    """A session for `master`, its JVM and worker logs going to `log`; with `class_cache`, the JVM maps (or
+    records) the archive of its classes, and an archive it cannot start with is dropped and started without."""
     check_master(master)
     check_java()
     if is_local(master):
@@ -79,12 +89,31 @@ def start(master: str, log: Path, driver_memory: str = "2g", extra: dict[str, st
     log.parent.mkdir(parents=True, exist_ok=True)
     log4j = log.with_suffix(".log4j2.properties")
     log4j.write_text(LOG4J.format(log=log))
+    # the JVM's own warnings go to stderr, which is the log file, never to stdout (which may be our JSON)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Xlog:disable -Xlog:all=warning:stderr"
+    if extra and "spark.driver.extraJavaOptions" in extra:
+        java_opts += " " + extra.pop("spark.driver.extraJavaOptions")
+    try:
+        session = _launch(master, log, driver_memory, extra or {}, java_opts, class_cache)
+    except OcigroupError:
+        if class_cache is None or class_cache.recording is not None:
+            raise
+        session = _launch(master, log, driver_memory, extra or {}, java_opts, class_cache.discard())
+    session.sparkContext.setLogLevel("ERROR")
+    if not is_local(master):
+        ship_package(session)
+    session.dataSource.register(_source())
+    return session
+
+
+def _launch(
+    master: str, log: Path, driver_memory: str, extra: dict[str, str], java_opts: str, cache: ClassCache | None
+) -> SparkSession:
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
-    if extra and "spark.driver.extraJavaOptions" in extra:
-        java_opts += " " + extra.pop("spark.driver.extraJavaOptions")
+    if cache is not None:
+        java_opts += " " + cache.java_options()
     builder = (
         SparkSession.builder.master(master)
         .appName("ocigroup-export")
@@ -96,10 +125,9 @@ def start(master: str, log: Path, driver_memory: str = "2g", extra: dict[str, st
         .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .config("spark.executor.heartbeatInterval", "1s")
-        .config("spark.hadoop.parquet.block.size", str(16 << 20))  # row groups the manifest reads one at a time
         .config("spark.driver.extraJavaOptions", java_opts)
     )
-    for key, value in (extra or {}).items():
+    for key, value in extra.items():
         builder = builder.config(key, value)
     try:
         with stderr_to(log):
@@ -110,11 +138,25 @@ def start(master: str, log: Path, driver_memory: str = "2g", extra: dict[str, st
                 "Spark could not start its JVM (Java 17 or newer is required).", f"details in {log}"
             ) from None
         raise OcigroupError(f"Spark could not start: {str(exc).splitlines()[0]}", f"details in {log}") from None
-    session.sparkContext.setLogLevel("ERROR")
-    if not is_local(master):
-        ship_package(session)
-    session.dataSource.register(_source())
     return session
+
+
+def class_cache(now_ms: int) -> ClassCache | None:
+    """The driver JVM's class archive for the installed Spark, under the state directory."""
+    import pyspark
+
+    from ocigroup_cli.paths import state_dir
+
+    home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    return classcache.for_spark(state_dir() / "cache", home, pyspark.__version__, now_ms)
+
+
+def jvm_process() -> subprocess.Popen[bytes] | None:
+    """The gateway JVM PySpark started in this process, if it started one."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    return getattr(gateway, "proc", None) if gateway is not None else None
 
 
 def _source() -> type:

@@ -199,3 +199,28 @@ def test_missing_java_is_one_clear_line(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UsageError, match="Java 17 or newer is required"):
         spark.start("local[1]", Path(tmp_path / "log"))
+
+
+@pytest.mark.slow
+def test_the_first_export_records_the_class_archive_and_later_exports_map_it(cli, sdk, tmp_path):
+    """Real `ocigroup` processes, each with its own JVM: stdout stays pure JSON while the JVM records."""
+    import os
+    import subprocess
+    import sys
+
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test").data[0].id
+    sdk.put(sid, [(None, f"value-{i}") for i in range(50)])
+    cache = Path(os.environ["OCIGROUP_STATE_DIR"]) / "cache"
+    digests = []
+    for run_number in range(2):
+        out = tmp_path / f"run-{run_number}"
+        args = ["--config", cli.config, "-o", "json", "export", "--partition", "0-3", "--from-offset", "0"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "ocigroup_cli", *args, "--out", str(out)], capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        digests.append(json.loads(proc.stdout)["content_digest"]["value"])  # nothing but the manifest
+        archives = sorted(p.name for p in cache.iterdir())
+        assert len(archives) == 1 and archives[0].startswith("spark-") and archives[0].endswith(".jsa"), archives
+        assert ("first export only" in proc.stderr) == (run_number == 0)
+    assert digests[0] == digests[1]
