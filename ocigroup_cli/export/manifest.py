@@ -22,6 +22,8 @@ MANIFEST = "manifest.json"
 EXTENSIONS = {"parquet": ".parquet", "jsonl": ".jsonl", "csv": ".csv"}
 _ROW = struct.Struct(">iqi")
 _LEN = struct.Struct(">i")
+BATCH_ROWS = 8_192  # rows held as Python objects at a time, so the driver's memory does not grow with the range
+TEXT_BLOCK_BYTES = 2 << 20
 
 Row = tuple[int, int, int, bytes | None, bytes]  # partition, offset, timestamp in µs, key, value
 
@@ -38,27 +40,32 @@ def read_rows(path: Path, fmt: str) -> Iterator[list[Row]]:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        batches: Iterator[Any] = pq.ParquetFile(path).iter_batches(
-            batch_size=65_536, columns=["partition", "offset", "timestamp", "key", "value"]
+        batches: Iterator[Any] = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20).iter_batches(
+            batch_size=BATCH_ROWS, columns=["partition", "offset", "timestamp", "key", "value"]
         )
         encoded = False
     else:
         names = {"stream": pa.string(), "partition": pa.int32(), "offset": pa.int64(), "timestamp": ts}
         schema = pa.schema([*names.items(), ("key", pa.string()), ("value", pa.string())])
-        if fmt == "jsonl":
+        if fmt == "jsonl":  # streaming readers: one block of the file in memory at a time
             import pyarrow.json as pj
 
-            table = pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema))
+            batches = pj.open_json(
+                path,
+                read_options=pj.ReadOptions(block_size=TEXT_BLOCK_BYTES),
+                parse_options=pj.ParseOptions(explicit_schema=schema),
+            )
         else:
             import pyarrow.csv as pc
 
-            table = pc.read_csv(
+            batches = pc.open_csv(
                 path,
+                read_options=pc.ReadOptions(block_size=TEXT_BLOCK_BYTES),
                 convert_options=pc.ConvertOptions(
                     column_types=schema, strings_can_be_null=True, quoted_strings_can_be_null=False
                 ),
             )
-        batches, encoded = iter(table.to_batches(max_chunksize=65_536)), True
+        encoded = True
     for batch in batches:
         cols = [batch.column(name) for name in ("partition", "offset", "timestamp", "key", "value")]
         parts, offsets = cols[0].to_pylist(), cols[1].to_pylist()
