@@ -67,6 +67,11 @@ class BenchEmulator:
         return self
 
     @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
@@ -94,32 +99,50 @@ def _tree(root: int) -> list[int]:
     return out
 
 
-def _rss_kib(pid: int) -> tuple[str, int]:
+def _sample(pid: int) -> tuple[str, int, float]:
+    """A process's name, resident memory in KiB and CPU seconds so far (user + system)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             fields = dict(line.split(":", 1) for line in f if ":" in line)
-        return fields["Name"].strip(), int(fields.get("VmRSS", "0 kB").split()[0])
-    except (OSError, KeyError, ValueError):
-        return "", 0
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(ticks[11]) + int(ticks[12])) / os.sysconf("SC_CLK_TCK")
+        return fields["Name"].strip(), int(fields.get("VmRSS", "0 kB").split()[0]), cpu
+    except (OSError, KeyError, ValueError, IndexError):
+        return "", 0, 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    return _sample(pid)[2]
 
 
 class MemorySampler(threading.Thread):
-    """Peak RSS of a process, of the JVMs below it, and of the whole tree, sampled every 100 ms."""
+    """Peak RSS of a process, of the JVMs below it and of the whole tree, and the CPU time each part used,
+    sampled every 100 ms. CPU is split into the process itself, JVMs, and the other processes below it
+    (Spark's Python workers)."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid = pid
         self.stop = threading.Event()
         self.driver_kib = self.jvm_kib = self.tree_kib = 0
+        self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, CPU seconds last seen)
 
     def run(self) -> None:
         while not self.stop.wait(0.1):
             total = jvm = 0
             for pid in _tree(self.pid):
-                name, kib = _rss_kib(pid)
+                name, kib, cpu = _sample(pid)
                 total += kib
+                role = "driver" if pid == self.pid else "jvm" if name == "java" else "workers"
                 if pid == self.pid:
                     self.driver_kib = max(self.driver_kib, kib)
                 elif name == "java":
                     jvm += kib
+                if name:
+                    self._cpu[pid] = (role, cpu)
             self.jvm_kib, self.tree_kib = max(self.jvm_kib, jvm), max(self.tree_kib, total)
+
+    def cpu(self, role: str) -> float:
+        """CPU seconds used by the processes of one role: driver, jvm or workers."""
+        return sum(seconds for r, seconds in self._cpu.values() if r == role)
