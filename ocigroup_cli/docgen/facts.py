@@ -42,6 +42,7 @@ def environment() -> list[tuple[str, str]]:
         ("XDG_STATE_HOME", "Base of the default state directory (default ~/.local/state)."),
         ("NO_COLOR", "When set, nothing is coloured."),
         ("JAVA_HOME", "The Java installation export runs Spark with (else java on PATH)."),
+        ("SPARK_HOME", "The Spark installation export uses (else the installed pyspark package)."),
         ("_OCIGROUP_COMPLETE", "Set by the shell completion scripts when they call ocigroup back; not for users."),
     ]
     settings = []
@@ -73,6 +74,10 @@ FILES = (
     File("streams.json", "Cached stream locations (OCID, partitions, messages endpoint)."),
     File("resets/", "A JSON record of every reset --execute."),
     File("logs/", "Logs of the Spark jobs run by export."),
+    File(
+        "cache/",
+        "The Spark JVM's class archive, recorded by the first export so later ones start sooner; safe to delete.",
+    ),
     File("crash.log", "Details of internal errors (exit status 3)."),
 )
 
