@@ -149,22 +149,8 @@ def main() -> None:
             pid = emu.pid
             # the first export on a machine records Spark's class archive (see export/classcache.py); the
             # figures below are for every later export, so a small one goes first
-            warm = timed(
-                [
-                    *cli,
-                    "export",
-                    "--partition",
-                    "0",
-                    "--from-offset",
-                    "0",
-                    "--to-offset",
-                    "999",
-                    "--out",
-                    str(tmp / "warm-up"),
-                ],
-                env,
-                pid,
-            )
+            warm_cmd = [*cli, "export", "--partition", "0", "--from-offset", "0", "--to-offset", "999"]
+            warm = timed([*warm_cmd, "--out", str(tmp / "warm-up")], env, pid)
             print(f"first export on this machine (1,000 messages; records the class archive): {warm.wall:.1f} s")
             spark = timed([*spark_cmd, "--out", str(tmp / "spark")], env, pid)
             seq = timed([*seq_cmd, str(tmp / "seq")], env, pid)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,17 +65,13 @@ class ClassCache:
             pass  # never hide the error that made the export fail
 
 
-def _java() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    return Path(found).resolve() if found and Path(found).exists() else None
-
-
-def for_spark(directory: Path, spark_home: Path, spark_version: str, now_ms: int) -> ClassCache | None:
+def for_spark(
+    directory: Path, spark_home: Path, spark_version: str, java: Path | None, now_ms: int
+) -> ClassCache | None:
     """The archive for this Java and this Spark, recorded by this run when there is none yet."""
-    java = _java()
-    if java is None:
+    if java is None or not java.exists():
         return None
+    java = java.resolve()
     st = java.stat()
     key = f"{spark_version}|{spark_home}|{java}|{st.st_size}|{st.st_mtime_ns}"
     archive = directory / f"spark-{spark_version}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"

@@ -66,8 +66,14 @@ def check_master(master: str) -> None:
     )
 
 
+def java_command() -> str | None:
+    """The `java` export runs: $JAVA_HOME/bin/java, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else shutil.which("java")
+
+
 def check_java() -> None:
-    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+    if java_command():
         return
     raise UsageError("Java 17 or newer is required for export, and none was found.", "install a JDK or set JAVA_HOME")
 
@@ -148,7 +154,8 @@ def class_cache(now_ms: int) -> ClassCache | None:
     from ocigroup_cli.paths import state_dir
 
     home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
-    return classcache.for_spark(state_dir() / "cache", home, pyspark.__version__, now_ms)
+    java = java_command()
+    return classcache.for_spark(state_dir() / "cache", home, pyspark.__version__, Path(java) if java else None, now_ms)
 
 
 def jvm_process() -> subprocess.Popen[bytes] | None:
