@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Annotated
 
@@ -11,7 +12,7 @@ from ocigroup_cli import console
 from ocigroup_cli.commands import cursor, emulator, export, inspect, profile, publish, reset, streams, tail
 from ocigroup_cli.commands.common import Globals
 from ocigroup_cli.core.clock import Clock, SystemClock
-from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, UsageError
+from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone, UsageError
 from ocigroup_cli.paths import state_dir
 
 app = typer.Typer(
@@ -81,8 +82,8 @@ def _crash_log() -> str:
     import platform
     import traceback
 
-    path = state_dir() / "crash.log"
     try:
+        path = state_dir() / "crash.log"
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
             from ocigroup_cli import __version__
@@ -92,18 +93,30 @@ def _crash_log() -> str:
             fh.write(traceback.format_exc(limit=30))
             fh.write("\n")
         return str(path)
-    except OSError:
-        return "(could not write a crash log)"
+    except (OSError, OcigroupError) as exc:
+        return f"(no crash log: {getattr(exc, 'strerror', None) or getattr(exc, 'message', exc)})"
+
+
+def _tolerant_text_streams() -> None:
+    """A character the terminal's encoding cannot show (PYTHONIOENCODING=ascii, say) is escaped, not a crash."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")
 
 
 def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object = None) -> int:
     """Run the CLI and return its exit code; never raises (the error boundary).
 
     Tests may inject a clock, and a Spark session to share between exports."""
+    _tolerant_text_streams()
     try:
         obj = Globals(clock=clock or SystemClock(), spark=spark)
         code = app(args=argv, prog_name="ocigroup", standalone_mode=False, obj=obj)
         return code if isinstance(code, int) else ExitCode.OK
+    except ReaderGone:  # `ocigroup … | head`: the reader had what it wanted; like any Unix filter, say nothing
+        return ExitCode.INTERRUPTED
     except Interrupted as exc:  # a normal way to stop a long-running command: say so, without "error:"
         console.notice(exc.message)
         return exc.exit_code

@@ -1,12 +1,20 @@
-"""Terminal output: data to stdout (table, JSON or YAML), diagnostics to stderr. Only app/commands use this."""
+"""Terminal output: data to stdout (table, JSON or YAML), diagnostics to stderr. Only app/commands use this.
+
+Data goes through `delivery` (every byte or a clear error); diagnostics never fail a command, even when stderr
+is gone.
+"""
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from ocigroup_cli.delivery import Delivery, writing
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,32 +44,48 @@ def out() -> Console:
     return _out
 
 
+def _to_stderr(write: Callable[[], None]) -> None:
+    """Diagnostics are best effort: a closed or vanished stderr must not turn into a second failure."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # gone, closed, or None (closed at start)
+        write()
+
+
 def notice(message: str) -> None:
     if not QUIET:
-        sys.stderr.write(message + "\n")
-        sys.stderr.flush()
+
+        def write() -> None:
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+
+        _to_stderr(write)
 
 
 def warn(message: str) -> None:
-    err().print(f"warning: {message}", style="yellow", markup=False)
+    _to_stderr(lambda: err().print(f"warning: {message}", style="yellow", markup=False))
 
 
 def error(message: str, hint: str | None = None) -> None:
-    err().print(f"error: {message}", style="bold red", markup=False)
+    _to_stderr(lambda: err().print(f"error: {message}", style="bold red", markup=False))
     if hint:
-        err().print(f"hint: {hint}", markup=False)
+        _to_stderr(lambda: err().print(f"hint: {hint}", markup=False))
+
+
+def utf8_stdout() -> bool:
+    """Whether stdout's encoding can carry any character (not with PYTHONIOENCODING=ascii, say)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return codecs.lookup(encoding).name.startswith("utf")
 
 
 def data_line(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    encoding = "utf-8" if utf8_stdout() else sys.stdout.encoding
+    Delivery.stdout().write((text + "\n").encode(encoding, "backslashreplace"))
 
 
 def output_format(requested: str | None) -> str:
     """Table on a terminal, JSON when piped, unless --output says otherwise."""
     if requested:
         return requested
-    return "table" if sys.stdout.isatty() else "json"
+    return "table" if is_tty(sys.stdout) else "json"
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> Table:
@@ -75,16 +99,22 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
     return t
 
 
+def is_tty(stream: Any) -> bool:
+    """isatty() that is False for a closed or missing stream (`<&-`, `>&-`) instead of raising."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (OSError, ValueError):
+        return False
+
+
 def emit(data: Any, fmt: str, render_table: Callable[[], Any] | None = None) -> None:
     """Write `data` to stdout in the chosen format; tables come from `render_table`."""
-    if fmt == "json":
-        data_line(json.dumps(data, indent=2, ensure_ascii=False))
-    elif fmt == "yaml":
+    if fmt == "yaml":
         import yaml
 
-        sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-        sys.stdout.flush()
-    elif render_table is not None:
-        out().print(render_table())
+        data_line(yaml.safe_dump(data, sort_keys=False, allow_unicode=utf8_stdout()).rstrip("\n"))
+    elif fmt == "table" and render_table is not None:
+        with writing():
+            out().print(render_table())
     else:
-        data_line(json.dumps(data, indent=2, ensure_ascii=False))
+        data_line(json.dumps(data, indent=2, ensure_ascii=not utf8_stdout()))

@@ -46,3 +46,11 @@ class ThresholdExceeded(OcigroupError):
 
 class Interrupted(OcigroupError):
     exit_code = ExitCode.INTERRUPTED
+
+
+class ReaderGone(Interrupted):
+    """Whoever read our output is gone (a closed pipe, a vanished terminal); the message names the cause."""
+
+
+class OutputFailed(OcigroupError):
+    """The output cannot be written (a full disk, a closed descriptor): the environment's fault, not a bug."""

@@ -1,9 +1,23 @@
-"""Where ocigroup keeps its files (XDG base directories, overridable by environment)."""
+"""Where ocigroup keeps its files (XDG base directories, overridable by environment), and how failing to write
+there is reported: as the user's environment to fix (exit 2), never as a bug."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+from ocigroup_cli.errors import ConfigError
+
+
+def _home() -> Path:
+    try:
+        return Path.home()
+    except (RuntimeError, KeyError):  # no HOME and no passwd entry (a container's random uid)
+        raise ConfigError(
+            "cannot find a home directory for ocigroup's files.", "set HOME, or OCIGROUP_STATE_DIR and XDG_CONFIG_HOME"
+        ) from None
 
 
 def state_dir() -> Path:
@@ -11,11 +25,24 @@ def state_dir() -> Path:
     explicit = os.environ.get("OCIGROUP_STATE_DIR")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    base = os.environ.get("XDG_STATE_HOME") or str(_home() / ".local" / "state")
     return Path(base) / "ocigroup"
 
 
 def config_path() -> Path:
     """The profile file when neither --config nor $OCIGROUP_CONFIG names one."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = os.environ.get("XDG_CONFIG_HOME") or str(_home() / ".config")
     return Path(base) / "ocigroup" / "config.yaml"
+
+
+@contextlib.contextmanager
+def state_writes(what: str) -> Iterator[None]:
+    """Report a failure to write `what` in the state directory as one line with the fix."""
+    try:
+        yield
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise ConfigError(
+            f"cannot write {what} ({where}{exc.strerror or exc}).",
+            "make the state directory writable, or point OCIGROUP_STATE_DIR at a writable directory",
+        ) from None

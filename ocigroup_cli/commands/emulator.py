@@ -133,12 +133,15 @@ def start(ctx: typer.Context, port: LocalPort = None) -> None:
 
 @app.command()
 def stop(ctx: typer.Context, port: LocalPort = None) -> None:
-    """Stop the background emulator started by `start` (or by the local profile)."""
+    """Stop the emulator answering on the local port (started by `start` or by the local profile)."""
     from ocigroup_cli.commands.common import globals_of
     from ocigroup_cli.ops import local
 
     stopped = local.stop(globals_of(ctx).clock, port)
-    console.notice("local emulator stopped." if stopped else "no background emulator was running.")
+    if stopped is None:
+        console.notice(f"no emulator was running on {local.url(port)}.")
+    else:
+        console.notice(f"local emulator stopped (pid {stopped.pid}, data {stopped.data}).")
 
 
 @app.command()
@@ -153,9 +156,13 @@ def status(
     from ocigroup_cli.ops import local
 
     s = local.status(port)
-    data = {"running": s.running, "url": s.url, "pid": s.pid, "version": s.version}
+    data = {"running": s.running, "url": s.url, "pid": s.pid, "version": s.version, "data": s.data}
     console.emit(
-        data, fmt(ctx, output), lambda: console.table(["RUNNING", "URL", "PID", "VERSION"], [list(data.values())])
+        data,
+        fmt(ctx, output),
+        lambda: console.table(["RUNNING", "URL", "PID", "VERSION", "DATA"], [list(data.values())]),
     )
+    if s.foreign:
+        raise OcigroupError(f"something that is not an ocigroup emulator answers on {s.url}.")
     if not s.running:
         raise OcigroupError(f"no emulator answers on {s.url}.", "start one with: ocigroup emulator start")

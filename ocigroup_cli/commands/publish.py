@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import sys
 from typing import Annotated
@@ -16,7 +18,18 @@ from ocigroup_cli.errors import OcigroupError, UsageError
 BATCH_BYTES = 900_000  # stay under the 1 MiB request limit
 
 
-def _bytes(text: str) -> bytes:
+ENCODINGS = ("utf8", "base64", "hex")
+
+
+def _decode(text: str, encoding: str, what: str) -> bytes:
+    """A key or value as given (argument, stdin line or JSON string) → the bytes to publish."""
+    try:
+        if encoding == "base64":
+            return base64.b64decode(text, validate=True)
+        if encoding == "hex":
+            return bytes.fromhex(text)
+    except (binascii.Error, ValueError):
+        raise UsageError(f"{what}: not valid {encoding} ({text[:40]!r}); nothing was published.") from None
     return text.encode("utf-8", errors="surrogateescape")  # argument bytes that are not UTF-8 pass through as-is
 
 
@@ -30,30 +43,51 @@ def _check_size(n: int, key: bytes | None, value: bytes) -> None:
             )
 
 
-def _read(values: list[str] | None, key: str | None, json_lines: bool) -> list[tuple[bytes | None, bytes]]:
+def _stdin_lines() -> list[str]:
+    """stdin as UTF-8 lines, whatever the locale or PYTHONIOENCODING says; a closed stdin is a usage error."""
+    if sys.stdin is None:
+        raise UsageError("stdin is closed and no values were given: nothing to publish.")
+    stream = getattr(sys.stdin, "buffer", sys.stdin)  # the bytes under the text layer, when there are any
     try:
-        lines = values or [line.rstrip("\n") for line in sys.stdin]
+        data = stream.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read stdin ({exc.strerror}); nothing was published.") from None
+    try:
+        text = data if isinstance(data, str) else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(
-            f"stdin is not UTF-8 text ({exc.reason} at byte {exc.start}); nothing was published."
+            f"stdin is not UTF-8 text ({exc.reason} at byte {exc.start}); nothing was published.",
+            "for binary values, give them as base64 or hex with --encoding",
         ) from None
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def _json_line(n: int, line: str, encoding: str) -> tuple[bytes | None, bytes]:
+    try:
+        doc = json.loads(line)
+        if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
+            raise ValueError("needs a string 'value'")
+        k = doc.get("key")
+        if k is not None and not isinstance(k, str):
+            raise ValueError("'key' must be a string")
+        where = f"input line {n}"
+        return (None if k is None else _decode(k, encoding, where), _decode(doc["value"], encoding, where))
+    except ValueError as exc:  # UnicodeEncodeError (a lone surrogate escape) included
+        raise UsageError(f"input line {n}: not a JSON object with 'value' (and optional 'key'): {exc}.") from None
+
+
+def _read(
+    values: list[str] | None, key: str | None, json_lines: bool, encoding: str
+) -> list[tuple[bytes | None, bytes]]:
+    lines = values or _stdin_lines()
+    the_key = None if key is None else _decode(key, encoding, "--key")
     out: list[tuple[bytes | None, bytes]] = []
     for n, line in enumerate(lines, 1):
         if json_lines:
-            try:
-                doc = json.loads(line)
-                if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
-                    raise ValueError("needs a string 'value'")
-                k = doc.get("key")
-                if k is not None and not isinstance(k, str):
-                    raise ValueError("'key' must be a string")
-                out.append((None if k is None else _bytes(k), _bytes(doc["value"])))
-            except ValueError as exc:  # UnicodeEncodeError (a lone surrogate escape) included
-                raise UsageError(
-                    f"input line {n}: not a JSON object with 'value' (and optional 'key'): {exc}."
-                ) from None
+            out.append(_json_line(n, line, encoding))
         else:
-            out.append((None if key is None else _bytes(key), _bytes(line)))
+            out.append((the_key, _decode(line, encoding, f"message {n}")))
         _check_size(n, *out[-1])
     return out
 
@@ -68,12 +102,17 @@ def publish(
     json_lines: Annotated[
         bool, typer.Option("--json-lines", help='Each input line is {"key": "...", "value": "..."}.')
     ] = False,
+    encoding: Annotated[
+        str, typer.Option(help="Keys and values are utf8 text, or base64 or hex of any bytes (as tail writes them).")
+    ] = "utf8",
 ) -> None:
     """Publish messages to the profile's stream; prints the partition and offset of each.
 
     Example: seq 100 | ocigroup publish --key order-7
     """
-    messages = _read(values, key, json_lines)
+    if encoding not in ENCODINGS:
+        raise UsageError(f"--encoding must be one of {', '.join(ENCODINGS)}, not {encoding!r}.")
+    messages = _read(values, key, json_lines, encoding)
     if not messages:
         raise UsageError("nothing to publish: give values as arguments or on stdin.")
     client, stream = connect(ctx, load_profile(ctx))

@@ -97,7 +97,7 @@ def reset(
             "stop them first, or pass --force to reset anyway",
         )
     if not yes:
-        if not sys.stdin.isatty():
+        if not console.is_tty(sys.stdin):
             raise UsageError("refusing to reset without --yes when not on a terminal.")
         console.out().print(_table(the_plan))
         if not typer.confirm(f"Reset group {name!r} to {target.describe()}?", default=False):

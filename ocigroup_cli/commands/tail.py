@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import signal
 import sys
 from collections.abc import Callable
@@ -17,7 +16,8 @@ from ocigroup_cli import console
 from ocigroup_cli.commands.common import connect, globals_of, load_profile
 from ocigroup_cli.core.session import Rules
 from ocigroup_cli.core.timespec import parse_time_ms
-from ocigroup_cli.errors import Interrupted, OcigroupError, UsageError
+from ocigroup_cli.delivery import Delivery, StreamDelivery
+from ocigroup_cli.errors import Interrupted, OcigroupError, ReaderGone, UsageError
 
 if TYPE_CHECKING:
     from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
@@ -74,8 +74,35 @@ def formatter(fmt: str, encoding: str, template: str | None) -> Callable[[Messag
     return as_template
 
 
+class LineSink:
+    """Messages as lines through the one output writer; a batch is delivered once the reader took all of it."""
+
+    def __init__(self, out: Delivery | StreamDelivery, line: Callable[[Message], bytes]) -> None:
+        self.out, self.line = out, line
+
+    def deliver(self, batch: list[Message]) -> None:
+        self.out.write(b"".join(map(self.line, batch)))
+        self.out.wait_taken()
+
+    def check(self) -> None:
+        self.out.check()
+
+
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
+
+
+def _stopped(cause: str, stats: TailStats | None) -> Interrupted:
+    """The exit message: what was delivered and committed, and what stays for the next reader."""
+    if stats is None:
+        return Interrupted(f"{cause}; nothing was committed.")
+    text = f"{cause}: {stats.written} message(s) delivered"
+    text += (
+        " (the last batch's commit failed: it will be read again)" if stats.final_commit_failed else " and committed"
+    )
+    if stats.in_flight:
+        text += f"; {stats.in_flight} not fully delivered stay uncommitted and will be read again"
+    return Interrupted(text + ".")
 
 
 def tail(
@@ -149,16 +176,12 @@ def tail(
     name = profile.require("group.name", "GROUP")
     me = profile.instance_name()
     client, stream = connect(ctx, profile)
-    line = formatter(format_, encoding, template)
-    out = sys.stdout.buffer
-
-    def write(batch: list[Message]) -> None:
-        out.write(b"".join(map(line, batch)))
-
+    sink = LineSink(Delivery.stdout(), formatter(format_, encoding, template))
+    runner = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if peek_:
-            peek(client, stream, name, write, out.flush, max_messages)
+            peek(client, stream, name, sink, max_messages)
             return
         _guard_live(client, stream, name, me, join_live, g.clock.time_ms())
         timeout_ms = int(profile.get("group.timeout_ms"))
@@ -175,14 +198,14 @@ def tail(
             max_messages=max_messages,
             until_end=until_end,
         )
-        status = _status_line() if sys.stderr.isatty() and not console.QUIET else None
-        stats = Tail(client, stream, options, g.clock, write, out.flush, console.notice, status).run()
+        status = _status_line() if console.is_tty(sys.stderr) and not console.QUIET else None
+        runner = Tail(client, stream, options, g.clock, sink, console.notice, status)
+        stats = runner.run()
         console.notice(f"tail stopped: {stats.written} message(s), {stats.rebalances} rebalance(s)")
-    except BrokenPipeError:
-        _silence_stdout()
-        raise Interrupted("the output pipe was closed; unwritten messages stay uncommitted.") from None
+    except ReaderGone as exc:
+        raise _stopped(f"stopped, {exc.message}", runner.stats if runner else None) from None
     except KeyboardInterrupt:
-        raise Interrupted("interrupted; everything written was committed, nothing unwritten was.") from None
+        raise _stopped("interrupted", runner.stats if runner else None) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -203,7 +226,7 @@ def _guard_live(client: StreamingClient, stream: StreamInfo, group: str, me: str
         f"group {group!r} is being consumed by {', '.join(others)}: joining takes partitions from them "
         "and commits offsets for the group."
     )
-    if sys.stdin.isatty() and typer.confirm(f"{message} Join anyway?", default=False):
+    if console.is_tty(sys.stdin) and typer.confirm(f"{message} Join anyway?", default=False):
         return
     raise UsageError(message, "pass --join-live to join anyway, or --peek to read without joining")
 
@@ -226,10 +249,3 @@ def _status_line() -> Callable[[TailStats], None]:
             )
 
     return show
-
-
-def _silence_stdout() -> None:
-    """After a closed pipe, point stdout at /dev/null so the interpreter's exit flush stays quiet."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from ocigroup_cli.emulator.limits import MAX_GET_LIMIT
 
 BASE = "/20180418"
 ADMIN = "/_emulator"
+HEALTH_SERVICE = "ocigroup-emulator"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # a 1 MiB request grows by a third in base64, plus JSON framing
 
 log = logging.getLogger("ocigroup.emulator")
@@ -160,8 +162,10 @@ class Api:
         raise self._no_api(method, path)
 
     def _admin(self, method: str, path: str, body: bytes) -> Response:
-        if (method, path) == ("GET", "/health"):
-            return self._json({"service": "ocigroup-emulator", "version": __version__})
+        if (method, path) == ("GET", "/health"):  # who answers: `emulator status/stop` go by this, not by a record
+            store = self.backend.store
+            data = store.path if not store.persistent else os.path.abspath(store.path)
+            return self._json({"service": HEALTH_SERVICE, "version": __version__, "pid": os.getpid(), "data": data})
         clock = self.backend.clock
         if not self.admin:
             raise ServiceError(404, "NotFound", "Admin endpoints are enabled only with --test-mode.")

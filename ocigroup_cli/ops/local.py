@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,15 +15,21 @@ from pathlib import Path
 from ocigroup_cli.config import local_port
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import OcigroupError
-from ocigroup_cli.paths import state_dir
+from ocigroup_cli.paths import state_dir, state_writes
+
+HEALTH_SERVICE = "ocigroup-emulator"  # what the emulator's health endpoint says it is
 
 
 @dataclass(frozen=True)
 class Status:
+    """What answers on the local port: found by asking it, never by a record that may be stale."""
+
     running: bool
     url: str
-    pid: int | None
-    version: str | None
+    pid: int | None = None
+    version: str | None = None
+    data: str | None = None
+    foreign: bool = False  # something answers there, but not an ocigroup emulator
 
 
 def home() -> Path:
@@ -40,15 +46,16 @@ def ensure_key(directory: Path | None = None) -> Path:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pem)
-    public_path.write_bytes(
-        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
+    with state_writes("the local profile's key pair"):
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pem)
+        public_path.write_bytes(
+            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
     return key_path
 
 
@@ -57,14 +64,25 @@ def url(port: int | None = None) -> str:
 
 
 def status(port: int | None = None) -> Status:
-    pid_file = state_dir() / "emulator.pid"
-    pid = int(pid_file.read_text()) if pid_file.exists() else None
+    """Ask the local port who answers. Straight to loopback: proxy settings in the environment do not apply."""
+    port = port or local_port()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
     try:
-        with urllib.request.urlopen(f"{url(port)}/_emulator/health", timeout=0.5) as resp:
-            info = json.loads(resp.read())
-        return Status(True, url(port), pid, info.get("version"))
-    except (OSError, ValueError):
-        return Status(False, url(port), None, None)
+        conn.request("GET", "/_emulator/health")
+        resp = conn.getresponse()
+        body = resp.read()
+    except (OSError, http.client.HTTPException):
+        return Status(False, url(port))
+    finally:
+        conn.close()
+    try:
+        info = json.loads(body)
+    except ValueError:
+        info = None
+    if resp.status != 200 or not isinstance(info, dict) or info.get("service") != HEALTH_SERVICE:
+        return Status(False, url(port), foreign=True)
+    pid = info.get("pid")
+    return Status(True, url(port), pid if isinstance(pid, int) else None, info.get("version"), info.get("data"))
 
 
 def spawn(
@@ -83,13 +101,13 @@ def spawn(
 def wait_until_up(proc: subprocess.Popen[bytes], port: int, clock: Clock, log: Path, seconds: float = 10.0) -> Status:
     """Poll the health endpoint until the emulator answers; fail clearly if it exits or stays silent."""
     for _ in range(int(seconds / 0.05)):
+        current = status(port)
+        if current.running:  # ours, or one that another command started a moment earlier (it won the port)
+            return current
         if proc.poll() is not None:
             raise OcigroupError(
                 f"the emulator exited at start-up (code {proc.returncode}).", f"see {log}; is port {port} taken?"
             )
-        current = status(port)
-        if current.running:
-            return current
         clock.sleep(0.05)
     raise OcigroupError(f"the emulator did not answer on {url(port)} within {seconds:.0f} s.", f"see {log}")
 
@@ -100,31 +118,40 @@ def start(clock: Clock, port: int | None = None, extra_args: tuple[str, ...] = (
     current = status(port)
     if current.running:
         return current
+    if current.foreign:
+        raise OcigroupError(
+            f"something that is not an ocigroup emulator answers on {url(port)}.",
+            "set OCIGROUP_LOCAL_PORT to a free port for the local profile",
+        )
     ensure_key()
-    state_dir().mkdir(parents=True, exist_ok=True)
     log = state_dir() / "emulator.log"
-    proc = spawn(port, str(state_dir() / "emulator.db"), [home() / "key_public.pem"], log, extra_args)
-    (state_dir() / "emulator.pid").write_text(str(proc.pid))
+    with state_writes("the emulator's log"):
+        state_dir().mkdir(parents=True, exist_ok=True)
+        proc = spawn(port, str(state_dir() / "emulator.db"), [home() / "key_public.pem"], log, extra_args)
     return wait_until_up(proc, port, clock, log)
 
 
-def stop(clock: Clock, port: int | None = None) -> bool:
-    """Stop the background emulator started by `start`; True if one was running."""
-    pid_file = state_dir() / "emulator.pid"
-    if not pid_file.exists():
-        return False
-    pid = int(pid_file.read_text())
+def stop(clock: Clock, port: int | None = None) -> Status | None:
+    """Stop the emulator that answers on the local port, whoever started it; its status, or None if none ran."""
+    current = status(port)
+    if not current.running or current.pid is None:
+        return None
     try:
-        os.kill(pid, signal.SIGTERM)
+        os.kill(current.pid, signal.SIGTERM)
     except ProcessLookupError:
-        pid_file.unlink(missing_ok=True)
-        return False
+        raise OcigroupError(
+            f"the emulator on {current.url} reports pid {current.pid}, which is not a process here.",
+            "is it running in another container or namespace? stop it there",
+        ) from None
+    except PermissionError:
+        raise OcigroupError(
+            f"the emulator on {current.url} (pid {current.pid}) belongs to another user.", "stop it as that user"
+        ) from None
     for _ in range(100):
         if not status(port).running:
-            break
+            return current
         clock.sleep(0.05)
-    pid_file.unlink(missing_ok=True)
-    return True
+    raise OcigroupError(f"the emulator on {current.url} (pid {current.pid}) did not stop within 5 s.")
 
 
 def ensure_running(clock: Clock, notice: Callable[[str], None], port: int | None = None) -> None:

@@ -1,12 +1,13 @@
-"""Run one consumer-group instance: read, hand each batch to a sink, commit only what the sink took.
+"""Run one consumer-group instance: read, hand each batch to a sink, commit only what the reader took.
 
-At least once: a batch counts as consumed only after every message of it was written and flushed. With
-commit-on-get the next GetMessages commits it; on exit (or with manual commits, after each batch) an explicit
-ConsumerCommit does. A batch interrupted half-way is never committed, so it is delivered again.
+At least once: a batch counts as consumed only after the sink confirmed that every message of it reached the
+reader (for a pipe: the reading process has read it). With commit-on-get the next GetMessages commits it; on
+exit (or with manual commits, after each batch) an explicit ConsumerCommit does. A batch interrupted half-way
+is never committed, so it is delivered again.
 
-Heartbeats run on a small thread beside the writer, so a slow or blocked downstream pipe does not cost the
-instance its partitions; if one batch stays in the writer's hands longer than max_processing_s the thread
-stops heartbeating and the partitions go to other instances (Kafka's max.poll.interval.ms).
+Heartbeats run on a small thread beside the sink, so a slow or blocked reader does not cost the instance its
+partitions; if one batch stays in the sink's hands longer than max_processing_s the thread stops heartbeating
+and the partitions go to other instances (Kafka's max.poll.interval.ms).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
 from ocigroup_cli.core import backoff
@@ -41,13 +43,23 @@ class TailOptions:
     until_end: bool = False
 
 
+class Sink(Protocol):
+    def deliver(self, batch: list[Message]) -> None:
+        """Return once every message of the batch reached the reader; raise when it cannot."""
+
+    def check(self) -> None:
+        """Raise when the reader has gone away (called while idle)."""
+
+
 @dataclass
 class TailStats:
-    written: int = 0
+    written: int = 0  # messages the sink confirmed delivered
     batches: int = 0
     rebalances: int = 0
     held: tuple[int, ...] = ()
     committed_batches: int = 0
+    in_flight: int = 0  # messages of a batch handed to the sink and not confirmed (at exit: not committed)
+    final_commit_failed: bool = False
     started: float = field(default_factory=perf_counter)
 
     def rate(self) -> float:
@@ -61,13 +73,12 @@ class Tail:
         stream: StreamInfo,
         options: TailOptions,
         clock: Clock,
-        write: Callable[[list[Message]], None],
-        flush: Callable[[], None],
+        sink: Sink,
         notice: Callable[[str], None],
         status: Callable[[TailStats], None] | None = None,
     ) -> None:
         self.client, self.stream, self.opts, self.clock = client, stream, options, clock
-        self.write, self.flush, self.notice, self.status = write, flush, notice, status
+        self.sink, self.notice, self.status = sink, notice, status
         self.stats = TailStats()
         self.lock = threading.Lock()  # one request at a time: the transport and the cursor are shared
         self.cursor = ""
@@ -183,10 +194,12 @@ class Tail:
                     if o.until_end:
                         break
                     self.clock.sleep(IDLE_WAIT_S)
+                    self.sink.check()
                     continue
                 self.batch_started = self.clock.monotonic()
-                self.write(messages)
-                self.flush()
+                self.stats.in_flight = len(messages)
+                self.sink.deliver(messages)
+                self.stats.in_flight = 0
                 self.batch_started = None
                 self.uncommitted = True
                 self.stats.written += len(messages)
@@ -208,6 +221,7 @@ class Tail:
                 try:
                     self._commit()
                 except OcigroupError as exc:
+                    self.stats.final_commit_failed = True
                     self.notice(f"final commit failed ({exc.message}); the last batch will be delivered again")
         return self.stats
 
@@ -216,14 +230,7 @@ def _names(partitions: tuple[int, ...]) -> str:
     return ", ".join(map(str, partitions)) or "none"
 
 
-def peek(
-    client: StreamingClient,
-    stream: StreamInfo,
-    group: str,
-    write: Callable[[list[Message]], None],
-    flush: Callable[[], None],
-    max_messages: int | None = None,
-) -> int:
+def peek(client: StreamingClient, stream: StreamInfo, group: str, sink: Sink, max_messages: int | None = None) -> int:
     """Read from the group's committed offsets with partition cursors, without joining or committing."""
     committed = {r.partition: r.committed_offset for r in client.get_group(stream, group)}
     cursors = {p: after_commit(client, stream, p, committed.get(p)) for p in range(stream.partitions)}
@@ -235,8 +242,7 @@ def peek(
             if not messages:
                 del cursors[p]
                 continue
-            write(messages)
-            flush()
+            sink.deliver(messages)
             written += len(messages)
             if max_messages is not None and written >= max_messages:
                 return written

@@ -39,4 +39,4 @@ def test_local_profile_needs_no_setup(monkeypatch):
         stopped = ocigroup("emulator", "stop")
     assert stopped.returncode == 0 and "stopped" in stopped.stderr
     assert ocigroup("emulator", "status").returncode == 1
-    assert "no background emulator" in ocigroup("emulator", "stop").stderr
+    assert "no emulator was running" in ocigroup("emulator", "stop").stderr

@@ -92,6 +92,16 @@ def realtime(api_key, tmp_path):
     server.stop()
 
 
+class Sink:
+    """A tail sink around a write function: delivered as soon as written, the reader never leaves."""
+
+    def __init__(self, write):
+        self.deliver = write
+
+    def check(self):
+        pass
+
+
 def options(instance, **kw):
     rules = Rules(heartbeat_s=kw.pop("hb", 0.2), timeout_s=kw.pop("timeout", 1.0), max_processing_s=kw.pop("maxp", 30))
     return TailOptions(group="g", instance=instance, rules=rules, timeout_ms=int(rules.timeout_s * 1000), **kw)
@@ -109,9 +119,7 @@ def test_heartbeats_keep_partitions_while_the_writer_is_blocked(realtime):
             SystemClock().sleep(2.0)  # twice the 1 s timeout
             owners_during_block.append({p: r.reserved_instance for p, r in sdk.group(sid, "g").items()})
 
-    Tail(
-        client(), stream, options("slow", max_messages=2), SystemClock(), slow_write, lambda: None, lambda msg: None
-    ).run()
+    Tail(client(), stream, options("slow", max_messages=2), SystemClock(), Sink(slow_write), lambda msg: None).run()
     assert owners_during_block[0] == {0: "slow", 1: "slow"}
 
 
@@ -132,8 +140,7 @@ def test_stalled_output_gives_partitions_up(realtime):
         stream,
         options("stuck", maxp=0.5, max_messages=1),
         SystemClock(),
-        stuck_write,
-        lambda: None,
+        Sink(stuck_write),
         notes.append,
     ).run()
     assert seen[0] == {0: None} and any("output stalled" in n for n in notes)
@@ -153,7 +160,7 @@ def test_interrupted_batch_is_not_committed_and_comes_back(realtime):
             written.append(m.offset)
 
     with pytest.raises(BrokenPipeError):
-        Tail(client(), stream, options("a"), SystemClock(), breaks_after_three, lambda: None, lambda n: None).run()
+        Tail(client(), stream, options("a"), SystemClock(), Sink(breaks_after_three), lambda n: None).run()
     assert sdk.group(sid, "g")[0].committed_offset is None
     again = []
     Tail(
@@ -161,8 +168,7 @@ def test_interrupted_batch_is_not_committed_and_comes_back(realtime):
         stream,
         options("a", until_end=True),
         SystemClock(),
-        lambda batch: again.extend(m.offset for m in batch),
-        lambda: None,
+        Sink(lambda batch: again.extend(m.offset for m in batch)),
         lambda n: None,
     ).run()
     assert again[:3] == written and len(again) == 10
@@ -174,9 +180,7 @@ def test_expired_cursor_is_recreated(realtime):
     stream = client().get_stream(sid)
     sdk.put(sid, [("k", "m")])
     notes = []
-    tail = Tail(
-        client(), stream, options("a", max_messages=1), SystemClock(), lambda batch: None, lambda: None, notes.append
-    )
+    tail = Tail(client(), stream, options("a", max_messages=1), SystemClock(), Sink(lambda batch: None), notes.append)
     tail._join()
     tail.cursor = tail.cursor[:-4] + "AAAA"  # a cursor the service refuses
     assert len(tail._read(None)) == 1 and any("joining the group again" in n for n in notes)
@@ -202,8 +206,7 @@ def test_tail_survives_an_emulator_restart(api_key, tmp_path):
         stream,
         options("a", timeout=10.0, hb=2.0, max_messages=40),
         SystemClock(),
-        lambda batch: seen.extend(m.value_bytes().decode() for m in batch),
-        lambda: None,
+        Sink(lambda batch: seen.extend(m.value_bytes().decode() for m in batch)),
         notes.append,
     )
     worker = threading.Thread(target=tail.run)
@@ -245,8 +248,7 @@ def test_interrupt_in_a_later_batch_commits_only_the_batches_fully_written(realt
             stream,
             options("a", batch_limit=4),
             SystemClock(),
-            breaks_in_second_batch,
-            lambda: None,
+            Sink(breaks_in_second_batch),
             lambda n: None,
         ).run()
     assert sdk.group(sid, "g")[0].committed_offset == offsets[3]
