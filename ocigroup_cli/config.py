@@ -27,6 +27,7 @@ LOCAL = "local"
 LOCAL_PORT = 18418  # the bundled emulator's port for the local profile; $OCIGROUP_LOCAL_PORT overrides it
 AUTH_METHODS = ("api_key", "oci_config", "security_token", "instance_principal", "resource_principal")
 EXPORT_FORMATS = ("parquet", "jsonl", "csv")
+CERT_BUNDLE_VARS = ("OCI_CLI_CERT_BUNDLE", "REQUESTS_CA_BUNDLE")
 _OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]*\.[a-z0-9-]*\.[A-Za-z0-9._-]+$")
 _FINGERPRINT = re.compile(r"^([0-9a-f]{2}:){15}[0-9a-f]{2}$")
 _TEMPLATE_FIELDS = ("hostname", "pid", "user", "random")
@@ -65,6 +66,7 @@ class Key:
 SCHEMA: dict[str, Key] = {
     "region": Key(str, "us-ashburn-1", "OCI region (also taken from the OCI config file)"),
     "endpoint": Key(str, None, "override the service endpoint (admin and messages), e.g. the emulator's URL"),
+    "cert_bundle": Key(str, None, "PEM file of CA certificates to trust for HTTPS (else the system's)"),
     "deadline_s": Key((int, float), 30, "overall time limit for one command's requests, retries included", minimum=1),
     "auth.method": Key(str, "api_key", "how requests are signed", AUTH_METHODS),
     "auth.config_file": Key(str, "~/.oci/config", "OCI config file (oci_config and security_token methods)"),
@@ -264,6 +266,9 @@ def resolve(
         )
     if name in profiles:
         _apply_file(b, name, profiles[name], path, lines)
+    for var in CERT_BUNDLE_VARS:  # the oci CLI's and the SDK's variables, below the profile's own setting
+        if b.sources["cert_bundle"] == "default" and env.get(var):
+            b.set("cert_bundle", env[var], f"env {var}")
     for key in SCHEMA:
         var = env_name(key)
         if var in env:

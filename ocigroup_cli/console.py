@@ -26,21 +26,29 @@ QUIET = False
 FORMATS = ("table", "json", "yaml")
 
 
+def plain() -> bool:
+    """NO_COLOR (no-color.org) or a terminal that cannot take escape sequences: no colour, no bold, nothing."""
+    return "NO_COLOR" in os.environ or os.environ.get("TERM", "") in ("dumb", "unknown")
+
+
+def _console(stderr: bool) -> Console:
+    from rich.console import Console
+
+    style: dict[str, Any] = {"color_system": None} if plain() else {}
+    return Console(stderr=stderr, highlight=False, emoji=False, soft_wrap=True, **style)
+
+
 def err() -> Console:
     global _err
     if _err is None:
-        from rich.console import Console
-
-        _err = Console(stderr=True, highlight=False, emoji=False, no_color="NO_COLOR" in os.environ, soft_wrap=True)
+        _err = _console(stderr=True)
     return _err
 
 
 def out() -> Console:
     global _out
     if _out is None:
-        from rich.console import Console
-
-        _out = Console(highlight=False, emoji=False, no_color="NO_COLOR" in os.environ, soft_wrap=True)
+        _out = _console(stderr=False)
     return _out
 
 
@@ -50,21 +58,58 @@ def _to_stderr(write: Callable[[], None]) -> None:
         write()
 
 
+def _write_err(text: str) -> None:
+    def write() -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    _to_stderr(write)
+
+
+class StatusLine:
+    """One line on a terminal's stderr that updates in place (progress, a retry being waited out).
+
+    It is drawn with a carriage return and erased with spaces, so it needs no escape sequences (TERM=dumb
+    is fine), and every other message clears it first, so nothing is ever printed onto it. Off a terminal,
+    and with -q, it draws nothing.
+    """
+
+    def __init__(self) -> None:
+        self.width = 0
+
+    def show(self, text: str) -> None:
+        if QUIET or not is_tty(sys.stderr):
+            return
+        try:
+            columns = os.get_terminal_size(sys.stderr.fileno()).columns
+        except (OSError, ValueError):
+            columns = 80
+        text = text[: max(10, columns - 1)]
+        _write_err("\r" + text + " " * max(0, self.width - len(text)))
+        self.width = len(text)
+
+    def clear(self) -> None:
+        if self.width:
+            _write_err("\r" + " " * self.width + "\r")
+            self.width = 0
+
+
+STATUS = StatusLine()
+
+
 def notice(message: str) -> None:
+    STATUS.clear()
     if not QUIET:
-
-        def write() -> None:
-            sys.stderr.write(message + "\n")
-            sys.stderr.flush()
-
-        _to_stderr(write)
+        _write_err(message + "\n")
 
 
 def warn(message: str) -> None:
+    STATUS.clear()
     _to_stderr(lambda: err().print(f"warning: {message}", style="yellow", markup=False))
 
 
 def error(message: str, hint: str | None = None) -> None:
+    STATUS.clear()
     _to_stderr(lambda: err().print(f"error: {message}", style="bold red", markup=False))
     if hint:
         _to_stderr(lambda: err().print(f"hint: {hint}", markup=False))
@@ -77,6 +122,7 @@ def utf8_stdout() -> bool:
 
 
 def data_line(text: str) -> None:
+    STATUS.clear()
     encoding = "utf-8" if utf8_stdout() else sys.stdout.encoding
     Delivery.stdout().write((text + "\n").encode(encoding, "backslashreplace"))
 
@@ -114,6 +160,7 @@ def emit(data: Any, fmt: str, render_table: Callable[[], Any] | None = None) -> 
 
         data_line(yaml.safe_dump(data, sort_keys=False, allow_unicode=utf8_stdout()).rstrip("\n"))
     elif fmt == "table" and render_table is not None:
+        STATUS.clear()
         with writing():
             out().print(render_table())
     else:

@@ -101,6 +101,13 @@ def api_key(tmp_path_factory) -> ApiKey:
 
 
 @pytest.fixture
+def free_port() -> int:
+    from tests.helpers.net import free_port
+
+    return free_port()
+
+
+@pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(SystemClock().time_ms())
 

@@ -176,7 +176,7 @@ def test_every_environment_variable_the_package_reads_is_documented(files):
         names |= _environment_reads(tree)
         for node in ast.walk(tree):  # also read through a mapping parameter, as config.resolve(env=...) does
             text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
-            if re.fullmatch(r"OCIGROUP_[A-Z0-9_]+|XDG_[A-Z_]+|NO_COLOR", text):
+            if re.fullmatch(r"OCIGROUP_[A-Z0-9_]+|XDG_[A-Z_]+|NO_COLOR|OCI_[A-Z0-9_]+|REQUESTS_CA_BUNDLE", text):
                 names.add(text)
     from ocigroup_cli.config import SCHEMA, env_name
 

@@ -1,12 +1,25 @@
-"""Turn SDK and HTTP failures into the CLI's errors; decide which ones are worth retrying."""
+"""Turn service answers and network failures into the CLI's errors; decide which ones are worth retrying.
+
+A failure that waiting cannot fix (a certificate that does not verify, a proxy that refuses, an endpoint that
+does not speak TLS) is permanent and says how to fix it; an outage, a refused connection or a timeout is
+transient (exit 4) and is retried inside the deadline.
+"""
 
 from __future__ import annotations
 
+import http.client
+import re
+import socket
+import ssl
 from typing import Any
 
-from ocigroup_cli.errors import OcigroupError, TransientError
+from ocigroup_cli.client.tls import BUNDLE_HINT
+from ocigroup_cli.client.transport import Proxy
+from ocigroup_cli.errors import ConfigError, OcigroupError, TransientError
 
 RETRIABLE_CONFLICTS = ("IncorrectState", "LockConflict")
+NOT_TLS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
+_TUNNEL = re.compile(r"Tunnel connection failed: (\d{3})")
 
 
 def retriable_status(status: int, code: str | None) -> bool:
@@ -29,6 +42,52 @@ def service_failure(
     if status == 404:
         return OcigroupError(text, "check the stream, the group name and the endpoint of the profile", status)
     return OcigroupError(text, status=status)
+
+
+def connection_failure(
+    operation: str, endpoint: str, proxy: Proxy | None, exc: OSError | http.client.HTTPException
+) -> OcigroupError:
+    """What a failure to talk to `endpoint` (directly or through `proxy`) means, and whether it may pass."""
+    via = f" through the proxy {proxy.url} (from {proxy.source})" if proxy else ""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return ConfigError(
+            f"{operation}: the TLS certificate of {endpoint} does not verify ({exc.verify_message}){via}.",
+            BUNDLE_HINT,
+        )
+    if isinstance(exc, ssl.SSLError) and exc.reason in NOT_TLS:
+        return ConfigError(
+            f"{operation}: {endpoint} does not answer in TLS ({exc.reason}).", "is it an http:// endpoint?"
+        )
+    tunnel = _TUNNEL.match(str(exc))
+    if proxy is not None and tunnel:
+        code = int(tunnel.group(1))
+        if code == 407:
+            return ConfigError(
+                f"{operation}: the proxy {proxy.url} (from {proxy.source}) asks for credentials (407).",
+                "put user:password in the proxy URL, or list the host in no_proxy",
+            )
+        if code in (403, 405):
+            return OcigroupError(
+                f"{operation}: the proxy {proxy.url} (from {proxy.source}) refused to connect to {endpoint} ({code}).",
+                "ask for the host to be allowed, or list it in no_proxy to go direct",
+            )
+        return TransientError(f"{operation}: the proxy {proxy.url} could not reach {endpoint} ({code}).")
+    if proxy is not None and isinstance(exc, ConnectionRefusedError):
+        return TransientError(
+            f"{operation}: cannot reach the proxy {proxy.url} (from {proxy.source}): connection refused.",
+            "is the proxy up? list the host in no_proxy to go direct",
+        )
+    if isinstance(exc, socket.gaierror):
+        return TransientError(
+            f"{operation}: cannot resolve the host of {endpoint}{via} ({exc.strerror}).",
+            "check the region or endpoint of the profile, and DNS",
+        )
+    if isinstance(exc, TimeoutError):
+        return TransientError(f"{operation}: no answer from {endpoint}{via} in time.", "is the endpoint reachable?")
+    return TransientError(
+        f"{operation} failed: cannot reach {endpoint}{via} ({type(exc).__name__}: {exc}).",
+        "is the endpoint right and the service up? ('ocigroup emulator status' for the local one)",
+    )
 
 
 def retry_after(headers: Any) -> float | None:

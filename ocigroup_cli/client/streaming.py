@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import http.client
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from ocigroup_cli.client import tls
 from ocigroup_cli.client.auth import Credentials, credentials
-from ocigroup_cli.client.errors import retriable_status, retry_after, service_failure
+from ocigroup_cli.client.errors import connection_failure, retriable_status, retry_after, service_failure
+from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.transport import Response, Transport
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core import backoff
@@ -77,14 +80,21 @@ class StreamInfo:
 
 
 @dataclass(frozen=True)
+class Retrying:
+    """A request being retried: shown to a person waiting on a terminal, so they know what they wait for."""
+
+    operation: str
+    attempt: int
+    cause: str
+    elapsed_s: float
+    remaining_s: float
+
+
+@dataclass(frozen=True)
 class PutResult:
     partition: int | None
     offset: int | None
     error: str | None
-
-
-def admin_endpoint(region: str) -> str:
-    return f"https://streaming.{region}.oci.oraclecloud.com"
 
 
 class StreamingClient:
@@ -103,10 +113,13 @@ class StreamingClient:
         self._creds = creds
         self._transports: dict[str, Transport] = {}
         self.on_stream_missing: Callable[[], None] | None = None  # called on a 404 for a stream's own path
+        self.on_retry: Callable[[Retrying], None] | None = None  # called before each wait between attempts
 
     def clone(self) -> StreamingClient:
         """Another client with the same profile and credentials but its own connections (one per thread)."""
-        return StreamingClient(self.profile, self.clock, self.trace, random.Random(), self.creds)
+        twin = StreamingClient(self.profile, self.clock, self.trace, random.Random(), self.creds)
+        twin.on_retry = self.on_retry
+        return twin
 
     @property
     def creds(self) -> Credentials:
@@ -116,10 +129,11 @@ class StreamingClient:
 
     def _transport(self, endpoint: str) -> Transport:
         if endpoint not in self._transports:
+            context = tls.context(self.profile.get("cert_bundle")) if endpoint.startswith("https:") else None
             try:
-                self._transports[endpoint] = Transport(endpoint, self.creds.signer)
+                self._transports[endpoint] = Transport(endpoint, self.creds.signer, context)
             except ValueError as exc:
-                raise ConfigError(f"profile {self.profile.name!r}: {exc}") from None
+                raise ConfigError(f"profile {self.profile.name!r}: {exc}.") from None
         return self._transports[endpoint]
 
     def close(self) -> None:
@@ -128,7 +142,7 @@ class StreamingClient:
 
     @property
     def admin_url(self) -> str:
-        return str(self.profile.get("endpoint") or admin_endpoint(self.creds.region))
+        return str(self.profile.get("endpoint") or streaming_endpoint(self.creds.region))
 
     def messages_url(self, stream: StreamInfo) -> str:
         return str(self.profile.get("endpoint") or stream.messages_endpoint)
@@ -155,16 +169,13 @@ class StreamingClient:
             failure: OcigroupError
             try:
                 resp = transport.request(
-                    method, path, query, body, sign_body=sign_body, timeout=max(1.0, min(60.0, deadline.remaining()))
+                    method, path, query, body, sign_body=sign_body, timeout=max(0.1, min(60.0, deadline.remaining()))
                 )
-            except (OSError, ConnectionError) as exc:
+            except (OSError, http.client.HTTPException) as exc:
+                failure = connection_failure(operation, endpoint, transport.proxy, exc)
                 if self.trace:
-                    self.trace(f"{operation}: cannot connect ({type(exc).__name__})")
-                failure = TransientError(
-                    f"{operation} failed: cannot reach {endpoint} ({type(exc).__name__}: {exc}).",
-                    "is the endpoint right and the service up? ('ocigroup emulator status' for the local one)",
-                )
-                if not retry:
+                    self.trace(f"{operation}: {failure.message}")
+                if not (retry and isinstance(failure, TransientError)):
                     raise failure from None
             else:
                 rid = resp.headers.get("opc-request-id")
@@ -189,9 +200,12 @@ class StreamingClient:
                 if not (retry and retriable_status(resp.status, code)):
                     raise failure
             wait = backoff.delay(attempt, self.rng, wait_hint)
-            if not deadline.allows(wait):
+            if (wait_hint or 0) > deadline.remaining() or deadline.remaining() < backoff.LAST_ATTEMPT_S + 0.01:
                 failure.message += f" Gave up after {attempt} attempt(s) in {deadline.elapsed():.1f} s."
                 raise failure
+            wait = min(wait, deadline.remaining() - backoff.LAST_ATTEMPT_S)  # a last attempt just before the end
+            if self.on_retry:
+                self.on_retry(Retrying(operation, attempt, failure.message, deadline.elapsed(), deadline.remaining()))
             self.clock.sleep(wait)
 
     # -- admin ----------------------------------------------------------------------------------------------

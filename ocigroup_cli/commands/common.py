@@ -12,7 +12,7 @@ from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:  # imported inside the functions: `--help` must not pay for the client
-    from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+    from ocigroup_cli.client.streaming import Retrying, StreamInfo, StreamingClient
     from ocigroup_cli.config import Profile
 
 
@@ -50,10 +50,23 @@ def client_for(ctx: typer.Context, profile: Profile) -> StreamingClient:
     if profile.local:
         local.ensure_running(g.clock, console.notice)
     client = StreamingClient(profile, g.clock, trace=console.notice if g.verbose else None)
+    client.on_retry = _show_retry
     ctx.call_on_close(client.close)
     for warning in client.creds.warnings:
         console.warn(warning)
     return client
+
+
+RETRY_QUIET_S = 2.0  # a retry that ends sooner is not worth a line
+
+
+def _show_retry(state: Retrying) -> None:
+    """On a terminal, say what is being waited for once a request has been retried for a while."""
+    if state.elapsed_s >= RETRY_QUIET_S:
+        console.STATUS.show(
+            f"{state.operation}: attempt {state.attempt} failed, retrying for {state.remaining_s:.0f} s more: "
+            f"{state.cause}"
+        )
 
 
 def connect(ctx: typer.Context, profile: Profile) -> tuple[StreamingClient, StreamInfo]:

@@ -48,6 +48,10 @@ def serve(
         bool, typer.Option(help="Manual clock and admin endpoints (/_emulator/clock, /_emulator/reset).")
     ] = False,
     fsync: Annotated[bool, typer.Option(help="fsync every commit (survives power loss, not only kill -9).")] = False,
+    tls_cert: Annotated[
+        Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (chain); needs --tls-key.")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request to stderr.")] = False,
 ) -> None:
     """Serve the OCI Streaming API under /20180418 until interrupted.
@@ -57,8 +61,15 @@ def serve(
     from ocigroup_cli.core.clock import ManualClock, SystemClock
     from ocigroup_cli.emulator.backend import Options
     from ocigroup_cli.emulator.faults import FaultPlan, parse_rates
-    from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+    from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig, tls_context
 
+    if (tls_cert is None) != (tls_key is None):
+        raise UsageError("--tls-cert and --tls-key go together.")
+    if tls_cert is not None:
+        try:
+            tls_context(str(tls_cert), str(tls_key))
+        except ValueError as exc:
+            raise UsageError(f"--tls-cert/--tls-key: {exc}.") from None
     keys = []
     for path in trusted_key or []:
         try:
@@ -81,6 +92,8 @@ def serve(
         faults=plan,
         test_mode=test_mode,
         fsync=fsync,
+        tls_cert=None if tls_cert is None else str(tls_cert),
+        tls_key=None if tls_key is None else str(tls_key),
     )
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(message)s")
     clock = ManualClock(SystemClock().time_ms()) if test_mode else SystemClock()
@@ -109,7 +122,10 @@ def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
-    stop.wait()
+    # with a timeout: Python runs a signal's handler in the main thread only when that thread wakes up, and the
+    # kernel may deliver SIGTERM to a server thread, which would leave an untimed wait() asleep for good
+    while not stop.wait(0.2):
+        pass
     server.stop()
     console.notice("ocigroup emulator stopped.")
 

@@ -81,6 +81,7 @@ class LineSink:
         self.out, self.line = out, line
 
     def deliver(self, batch: list[Message]) -> None:
+        console.STATUS.clear()  # a status line on a terminal shared with stdout is never written over
         self.out.write(b"".join(map(self.line, batch)))
         self.out.wait_taken()
 
@@ -241,11 +242,8 @@ def _status_line() -> Callable[[TailStats], None]:
         if now - last[0] >= 1.0:
             last[0] = now
             held = ",".join(map(str, stats.held)) or "none"
-            console.err().print(
-                f"\r{stats.rate():.0f} msg/s, {stats.written} written, partitions {held}, "
-                f"{stats.rebalances} rebalance(s)",
-                end="",
-                markup=False,
+            console.STATUS.show(
+                f"{stats.rate():.0f} msg/s, {stats.written} written, partitions {held}, {stats.rebalances} rebalance(s)"
             )
 
     return show

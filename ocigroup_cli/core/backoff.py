@@ -9,6 +9,7 @@ from ocigroup_cli.core.clock import Clock
 
 BASE_S = 0.2
 CAP_S = 5.0
+LAST_ATTEMPT_S = 0.25  # time kept for one last attempt before a deadline
 
 
 def delay(attempt: int, rng: random.Random, retry_after_s: float | None = None) -> float:
@@ -31,6 +32,3 @@ class Deadline:
 
     def elapsed(self) -> float:
         return self.clock.monotonic() - self.start
-
-    def allows(self, wait: float) -> bool:
-        return self.remaining() > wait

@@ -2,6 +2,9 @@
 
 Each response is written with a single `sendall`, and accepted sockets have TCP_NODELAY, so the SDK's
 keep-alive connection does not stall on Nagle's algorithm (~45 ms per request otherwise).
+
+With a certificate and key it speaks HTTPS: the TLS handshake runs in the connection's own thread (bounded by
+a timeout), so a client that never finishes it cannot hold up the accept loop.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import contextlib
 import json
 import logging
 import socket
+import ssl
 import sys
 import threading
 import uuid
@@ -27,6 +31,7 @@ from ocigroup_cli.emulator.store import Store
 
 log = logging.getLogger("ocigroup.emulator")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+HANDSHAKE_TIMEOUT_S = 10.0
 
 
 def is_loopback(host: str) -> bool:
@@ -44,6 +49,8 @@ class ServerConfig:
     faults: FaultPlan | None = None
     test_mode: bool = False
     fsync: bool = False
+    tls_cert: str | None = None  # PEM certificate (chain) and its key: serve HTTPS
+    tls_key: str | None = None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -51,8 +58,13 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HttpServer
 
     def setup(self) -> None:
+        sock: socket.socket = self.request
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if isinstance(sock, ssl.SSLSocket):
+            sock.settimeout(HANDSHAKE_TIMEOUT_S)
+            sock.do_handshake()  # an SSLError here ends the connection (handle_error logs it quietly)
+            sock.settimeout(None)
         super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server.conn_lock:
             self.server.connections.add(self.connection)
 
@@ -135,16 +147,25 @@ class _HttpServer(ThreadingHTTPServer):
     request_queue_size = 128  # socketserver's 5 drops a burst of connects (each retried after 1 s)
     api: Api
     faults: FaultPlan | None
+    tls: ssl.SSLContext | None = None
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         self.connections: set[socket.socket] = set()
         self.conn_lock = threading.Lock()
         super().__init__(address, handler)
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        if self.tls is not None:  # the handshake happens in the connection's thread (see _Handler.setup)
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
     def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
-        """A client that drops its connection (a killed process, a timeout) is routine, not a server error."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            log.debug("%s: connection dropped by the client", client_address)
+        """A client that drops its connection (a killed process, a timeout) or fails the TLS handshake (a client
+        that does not trust the certificate, plain HTTP sent to the HTTPS port) is routine, not a server error."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | ssl.SSLError | TimeoutError):
+            log.debug("%s: connection ended: %s", client_address, error)
             return
         super().handle_error(request, client_address)
 
@@ -154,6 +175,18 @@ class _HttpServer(ThreadingHTTPServer):
             for conn in list(self.connections):
                 with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)
+
+
+def tls_context(cert: str, key: str | None) -> ssl.SSLContext:
+    """The server's TLS context; ValueError (with what is wrong) when the certificate or key cannot be used."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise ValueError(f"not a usable PEM certificate and key ({exc.reason or exc})") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {exc.filename or cert} ({exc.strerror})") from None
+    return context
 
 
 class _HttpServer6(_HttpServer):
@@ -176,9 +209,10 @@ class EmulatorServer:
         self.httpd = (_HttpServer6 if ipv6 else _HttpServer)((config.host, config.port), _Handler)
         self.httpd.api = Api(self.backend, verifier, admin=config.test_mode)
         self.httpd.faults = config.faults if config.faults and config.faults.active else None
+        self.httpd.tls = tls_context(config.tls_cert, config.tls_key) if config.tls_cert else None
         host = f"[{config.host}]" if ipv6 else config.host
         self.port = self.httpd.server_address[1]
-        self.url = f"http://{host}:{self.port}"
+        self.url = f"{'https' if self.httpd.tls else 'http'}://{host}:{self.port}"
         self.backend.endpoint = self.url
         self._thread: threading.Thread | None = None
 

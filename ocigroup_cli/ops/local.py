@@ -147,11 +147,11 @@ def stop(clock: Clock, port: int | None = None) -> Status | None:
         raise OcigroupError(
             f"the emulator on {current.url} (pid {current.pid}) belongs to another user.", "stop it as that user"
         ) from None
-    for _ in range(100):
+    for _ in range(200):
         if not status(port).running:
             return current
         clock.sleep(0.05)
-    raise OcigroupError(f"the emulator on {current.url} (pid {current.pid}) did not stop within 5 s.")
+    raise OcigroupError(f"the emulator on {current.url} (pid {current.pid}) did not stop within 10 s.")
 
 
 def ensure_running(clock: Clock, notice: Callable[[str], None], port: int | None = None) -> None:

@@ -1,0 +1,89 @@
+"""Run the installed `ocigroup` console script the way scripts, cron and terminals run it: in a subprocess,
+with a chosen environment, stdout kind and stdin; and on a pseudo-terminal whose screen a terminal emulator
+(pyte) renders, so tests assert on what a person would see."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyte
+
+EXE = Path(sys.executable).parent / "ocigroup"
+
+
+def exe() -> str:
+    """The console script `pip install` made; tests fail (not skip) without it: it is what users run."""
+    assert EXE.exists(), f"{EXE} is missing: install the package (make venv) first"
+    return str(EXE)
+
+
+def clean_env(state_dir: Path, **extra: str) -> dict[str, str]:
+    """The caller's environment minus ocigroup/OCI/proxy settings, with a private state directory."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OCIGROUP_", "OCI_")) and "proxy" not in k.lower() and k != "PYTHONUNBUFFERED"
+    }
+    env.update(OCIGROUP_STATE_DIR=str(state_dir), **extra)
+    return env
+
+
+def run(
+    args: Sequence[str], env: Mapping[str, str], input: bytes | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([exe(), *args], env=dict(env), input=input, capture_output=True, timeout=timeout)
+
+
+@dataclass
+class Screen:
+    code: int | None  # None: still running when the time ran out (then killed)
+    raw: bytes  # every byte the terminal received
+    lines: list[str]  # the screen a person sees, trailing spaces removed
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines).strip("\n")
+
+
+def on_pty(
+    args: Sequence[str], env: Mapping[str, str], columns: int = 80, rows: int = 24, timeout: float = 30
+) -> Screen:
+    """Run `ocigroup ARGS` with stdin, stdout and stderr on a new pseudo-terminal of the given size."""
+    master, slave = pty.openpty()
+    os.set_blocking(master, False)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    environment = {"TERM": "xterm-256color", **env, "COLUMNS": str(columns), "LINES": str(rows)}
+    proc = subprocess.Popen([exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=environment)
+    os.close(slave)
+    raw = bytearray()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.05)
+        chunk = b""
+        if ready:
+            with contextlib.suppress(OSError):  # EIO: every holder of the terminal's other side is gone
+                chunk = os.read(master, 65536)
+            raw += chunk
+        if not chunk and proc.poll() is not None:
+            break
+    code = proc.poll()
+    if code is None:
+        proc.kill()
+        proc.wait()
+    os.close(master)
+    screen = pyte.Screen(columns, rows)
+    stream = pyte.ByteStream(screen)
+    stream.feed(bytes(raw))
+    return Screen(code, bytes(raw), [line.rstrip() for line in screen.display])
