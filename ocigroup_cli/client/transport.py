@@ -13,6 +13,7 @@ import http.client
 import ipaddress
 import json
 import os
+import select
 import socket
 import ssl
 from dataclasses import dataclass
@@ -88,6 +89,12 @@ def proxy_for(url: str) -> Proxy | None:
     return None
 
 
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """An idle connection with something to read has been closed (or broken) by the server."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)
+
+
 class Transport:
     def __init__(self, endpoint: str, signer: Signer, tls: ssl.SSLContext | None = None) -> None:
         parts = urlsplit(endpoint.rstrip("/"))
@@ -107,6 +114,8 @@ class Transport:
         self._conn: http.client.HTTPConnection | None = None
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        if self._conn is not None and self._conn.sock is not None and _closed_by_peer(self._conn.sock):
+            self.close()  # the server ended the kept-alive connection while it was idle: open a new one
         if self._conn is None:
             host, port = (self.proxy.host, self.proxy.port) if self.proxy else (self.hostname, self.port)
             connect_s = min(CONNECT_TIMEOUT_S, timeout)
