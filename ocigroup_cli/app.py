@@ -118,7 +118,7 @@ def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object
     except ReaderGone:  # `ocigroup … | head`: the reader had what it wanted; like any Unix filter, say nothing
         return ExitCode.INTERRUPTED
     except Interrupted as exc:  # a normal way to stop a long-running command: say so, without "error:"
-        console.notice(exc.message)
+        console.interrupted(exc.message)
         return exc.exit_code
     except OcigroupError as exc:
         console.error(exc.message, exc.hint)

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -67,52 +68,74 @@ def _write_err(text: str) -> None:
 
 
 class StatusLine:
-    """One line on a terminal's stderr that updates in place (progress, a retry being waited out).
+    """One line on a terminal's stderr that updates in place (progress, a request being waited for).
 
     It is drawn with a carriage return and erased with spaces, so it needs no escape sequences (TERM=dumb
-    is fine), and every other message clears it first, so nothing is ever printed onto it. Off a terminal,
-    and with -q, it draws nothing.
+    is fine), and every other message clears it first, under one lock, so nothing is ever printed onto it.
+    Off a terminal, and with -q, it draws nothing. `owner` lets one drawer clear only its own line.
     """
 
     def __init__(self) -> None:
         self.width = 0
+        self.columns = 80
+        self.owner = ""
+        self.lock = threading.RLock()
 
-    def show(self, text: str) -> None:
-        if QUIET or not is_tty(sys.stderr):
+    def enabled(self) -> bool:
+        return not QUIET and is_tty(sys.stderr)
+
+    def show(self, text: str, owner: str = "") -> None:
+        if not self.enabled():
             return
-        try:
-            columns = os.get_terminal_size(sys.stderr.fileno()).columns
-        except (OSError, ValueError):
-            columns = 80
-        text = text[: max(10, columns - 1)]
-        _write_err("\r" + text + " " * max(0, self.width - len(text)))
-        self.width = len(text)
+        with self.lock:
+            try:
+                self.columns = os.get_terminal_size(sys.stderr.fileno()).columns
+            except (OSError, ValueError):
+                self.columns = 80
+            if len(text) > self.columns - 1:
+                text = text[: max(10, self.columns - 2)] + "…"
+            _write_err("\r" + text + " " * max(0, self.width - len(text)))
+            self.width, self.owner = len(text), owner
 
-    def clear(self) -> None:
-        if self.width:
-            _write_err("\r" + " " * self.width + "\r")
-            self.width = 0
+    def clear(self, owner: str | None = None) -> None:
+        """Erase the line (only if `owner` drew it, when given), and the `^C` a terminal may have echoed after it."""
+        with self.lock:
+            if self.width and (owner is None or owner == self.owner):
+                _write_err("\r" + " " * min(self.width + 2, self.columns - 1) + "\r")
+                self.width = 0
 
 
 STATUS = StatusLine()
 
 
 def notice(message: str) -> None:
-    STATUS.clear()
-    if not QUIET:
-        _write_err(message + "\n")
+    with STATUS.lock:
+        STATUS.clear()
+        if not QUIET:
+            _write_err(message + "\n")
+
+
+def interrupted(message: str) -> None:
+    """The last words of an interrupted command, on a line of their own: over the `^C` a terminal echoed."""
+    with STATUS.lock:
+        STATUS.clear()
+        if not QUIET and is_tty(sys.stderr):
+            _write_err("\r")
+        notice(message)
 
 
 def warn(message: str) -> None:
-    STATUS.clear()
-    _to_stderr(lambda: err().print(f"warning: {message}", style="yellow", markup=False))
+    with STATUS.lock:
+        STATUS.clear()
+        _to_stderr(lambda: err().print(f"warning: {message}", style="yellow", markup=False))
 
 
 def error(message: str, hint: str | None = None) -> None:
-    STATUS.clear()
-    _to_stderr(lambda: err().print(f"error: {message}", style="bold red", markup=False))
-    if hint:
-        _to_stderr(lambda: err().print(f"hint: {hint}", markup=False))
+    with STATUS.lock:
+        STATUS.clear()
+        _to_stderr(lambda: err().print(f"error: {message}", style="bold red", markup=False))
+        if hint:
+            _to_stderr(lambda: err().print(f"hint: {hint}", markup=False))
 
 
 def utf8_stdout() -> bool:

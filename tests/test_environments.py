@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -150,12 +151,26 @@ def test_dead_and_black_holed_endpoints_fail_within_the_deadline(api_key, tmp_pa
 
 
 def test_a_terminal_is_told_what_is_being_waited_for(api_key, tmp_path):
-    config = write_config(tmp_path, api_key, f"http://127.0.0.1:{free_port()}", deadline_s=8)
-    screen = on_pty(["--config", config, "streams", "show"], clean_env(tmp_path / "state"), columns=80)
-    assert screen.code == 4
-    assert b"retrying for" in screen.raw  # the status line was shown while waiting ...
-    assert screen.lines[0].startswith("error: ListStreams failed: cannot reach"), screen.text  # ... and cleared
-    assert "retrying for" not in screen.text
+    """A status line from about 2 s, counting down, for a refused endpoint (retries) and a silent one (one long
+    attempt); erased before the error."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(16)
+    try:
+        for port, while_waiting in (
+            (free_port(), b"; the last one: cannot reach"),
+            (hole.getsockname()[1], b"no answer"),
+        ):
+            config = write_config(tmp_path, api_key, f"http://127.0.0.1:{port}", deadline_s=5)
+            screen = on_pty(["--config", config, "streams", "show"], clean_env(tmp_path / "state"), columns=80)
+            assert screen.code == 4
+            shown = re.findall(rb"\rListStreams: (\d+) s left, attempt \d+[^\r]*", screen.raw)
+            assert len(set(shown)) >= 2, screen.raw[:400]  # it counted down ...
+            assert while_waiting in screen.raw
+            assert screen.lines[0].startswith("error: ListStreams"), screen.text  # ... and was erased
+            assert "s left" not in screen.text
+    finally:
+        hole.close()
 
 
 SIZES = (0, 1, 57, 58, 1000, 100_000, MIB - 1024)
@@ -219,3 +234,62 @@ def json_round_trips(fmt: str, encoding: str, out: bytes, messages) -> bool:
                 got = bytes.fromhex(row[name])
             assert got == data, (name, len(data))
     return True
+
+
+def test_first_commands_at_once_share_one_key_one_emulator_one_stream(tmp_path):
+    port = free_port()
+    env = clean_env(tmp_path / "state", OCIGROUP_LOCAL_PORT=str(port))
+    procs = [
+        subprocess.Popen([exe(), "publish", f"v{i}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for i in range(6)
+    ]
+    try:
+        errors = [p.communicate(timeout=60)[1].decode() for p in procs]
+        assert [p.returncode for p in procs] == [0] * 6, errors
+        assert sum("started the local emulator" in e for e in errors) == 1, errors
+        streams = json.loads(run(["streams", "list", "-o", "json"], env).stdout)
+        assert [s["name"] for s in streams] == ["local"]
+        tailed = run(["tail", "g", "--instance", "a", "-e"], env)
+        assert sorted(tailed.stdout.decode().split()) == [f"v{i}" for i in range(6)]
+    finally:
+        run(["emulator", "stop"], env)
+
+
+def test_another_state_directorys_emulator_is_not_taken_for_ours(tmp_path):
+    port = free_port()
+    mine = clean_env(tmp_path / "mine", OCIGROUP_LOCAL_PORT=str(port))
+    theirs = clean_env(tmp_path / "theirs", OCIGROUP_LOCAL_PORT=str(port))
+    assert run(["emulator", "start"], theirs).returncode == 0
+    try:
+        for args in (["emulator", "start"], ["publish", "x"], ["emulator", "stop"]):
+            r = run(args, mine)
+            lines = r.stderr.decode().splitlines()
+            assert r.returncode == 2 and "serves another state directory" in lines[0], lines
+            assert str(tmp_path / "theirs") in lines[1] and "OCIGROUP_LOCAL_PORT" in lines[1]
+        assert run(["emulator", "status"], theirs).returncode == 0  # still running: nothing of ours stopped it
+    finally:
+        run(["emulator", "stop"], theirs)
+
+
+def test_publish_splits_requests_and_checks_the_request_limit_up_front(served, tmp_path):
+    env = clean_env(tmp_path / "state")
+    many = b"".join(b"q%07d\n" % i for i in range(30_000))  # 240 KB of short keyless values
+    r = run(["--config", served, "publish", "-o", "json"], env, input=many)
+    assert r.returncode == 0 and len(json.loads(r.stdout)) == 30_000, r.stderr[-300:]
+    exactly = run(["--config", served, "publish", "-o", "json"], env, input=b"b" * MIB + b"\n")
+    assert exactly.returncode == 0, exactly.stderr  # a 1 MiB value without a key fits one request
+    keyed = run(["--config", served, "publish", "--key", "k"], env, input=b"b" * MIB + b"\n")
+    assert keyed.returncode == 2 and b"its key and value are 1048577 bytes" in keyed.stderr, keyed.stderr
+
+
+def test_publish_with_a_closed_stdout_publishes_nothing(served, tmp_path):
+    env = clean_env(tmp_path / "state")
+    r = subprocess.run(
+        ["bash", "-c", 'exec "$0" "$@" >&-', exe(), "--config", served, "publish", "lost?"],
+        env=env,
+        capture_output=True,
+        timeout=30,
+    )
+    assert r.returncode == 1 and b"stdout" in r.stderr, r.stderr
+    tailed = run(["--config", served, "tail", "g", "--instance", "a", "-e"], env)
+    assert tailed.returncode == 0 and tailed.stdout == b""

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from ocigroup_cli.client import tls
 from ocigroup_cli.client.auth import Credentials, credentials
-from ocigroup_cli.client.errors import connection_failure, retriable_status, retry_after, service_failure
+from ocigroup_cli.client.errors import connection_failure, retry_after, service_failure
 from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.transport import Response, Transport
 from ocigroup_cli.config import Profile
@@ -80,14 +80,14 @@ class StreamInfo:
 
 
 @dataclass(frozen=True)
-class Retrying:
-    """A request being retried: shown to a person waiting on a terminal, so they know what they wait for."""
+class Waiting:
+    """The request in flight, for a person watching a terminal: what they are waiting for, and how long yet."""
 
     operation: str
     attempt: int
-    cause: str
-    elapsed_s: float
-    remaining_s: float
+    since: float  # the clock's monotonic time when the request (its first attempt) started
+    until: float  # ... and when its deadline ends
+    cause: str | None = None  # why the previous attempt failed; None during the first one
 
 
 @dataclass(frozen=True)
@@ -113,13 +113,11 @@ class StreamingClient:
         self._creds = creds
         self._transports: dict[str, Transport] = {}
         self.on_stream_missing: Callable[[], None] | None = None  # called on a 404 for a stream's own path
-        self.on_retry: Callable[[Retrying], None] | None = None  # called before each wait between attempts
+        self.waiting: Waiting | None = None  # the request in flight (read by a status display thread)
 
     def clone(self) -> StreamingClient:
         """Another client with the same profile and credentials but its own connections (one per thread)."""
-        twin = StreamingClient(self.profile, self.clock, self.trace, random.Random(), self.creds)
-        twin.on_retry = self.on_retry
-        return twin
+        return StreamingClient(self.profile, self.clock, self.trace, random.Random(), self.creds)
 
     @property
     def creds(self) -> Credentials:
@@ -162,51 +160,66 @@ class StreamingClient:
         """One API call with retries on throttling, 5xx and connection failures, within the profile's deadline."""
         deadline = backoff.Deadline(self.clock, float(self.profile.get("deadline_s")))
         transport = self._transport(endpoint)
-        attempt = 0
-        while True:
-            attempt += 1
-            wait_hint = None
-            failure: OcigroupError
-            try:
-                resp = transport.request(
-                    method, path, query, body, sign_body=sign_body, timeout=max(0.1, min(60.0, deadline.remaining()))
-                )
-            except (OSError, http.client.HTTPException) as exc:
-                failure = connection_failure(operation, endpoint, transport.proxy, exc)
-                if self.trace:
-                    self.trace(f"{operation}: {failure.message}")
+        ends = deadline.start + deadline.seconds
+        self.waiting = Waiting(operation, 1, deadline.start, ends)
+        try:
+            attempt = 1
+            while True:
+                outcome = self._attempt(operation, transport, method, path, query, body, sign_body, deadline)
+                if isinstance(outcome, Response):
+                    return outcome
+                failure, wait_hint = outcome
                 if not (retry and isinstance(failure, TransientError)):
-                    raise failure from None
-            else:
-                rid = resp.headers.get("opc-request-id")
-                if self.trace:
-                    self.trace(f"{operation}: {resp.status} (opc-request-id {rid})")
-                if 200 <= resp.status < 300:
-                    return resp
-                try:
-                    err = resp.json()
-                except ValueError:
-                    err = None
-                if isinstance(err, dict):
-                    code, message = err.get("code"), str(err.get("message", ""))
-                else:
-                    code, message = None, resp.body.decode("utf-8", "replace")[:200]
-                failure = service_failure(operation, resp.status, code, message, rid)
-                stream_path = path.startswith("/streams/") and "/groups/" not in path  # a missing group is no sign
-                if resp.status == 404 and stream_path and self.on_stream_missing is not None:
-                    self.on_stream_missing()
-                    failure.hint = "the stream's cached location was dropped; if it was recreated, run again"
-                wait_hint = retry_after(resp.headers)
-                if not (retry and retriable_status(resp.status, code)):
                     raise failure
-            wait = backoff.delay(attempt, self.rng, wait_hint)
-            if (wait_hint or 0) > deadline.remaining() or deadline.remaining() < backoff.LAST_ATTEMPT_S + 0.01:
-                failure.message += f" Gave up after {attempt} attempt(s) in {deadline.elapsed():.1f} s."
-                raise failure
-            wait = min(wait, deadline.remaining() - backoff.LAST_ATTEMPT_S)  # a last attempt just before the end
-            if self.on_retry:
-                self.on_retry(Retrying(operation, attempt, failure.message, deadline.elapsed(), deadline.remaining()))
-            self.clock.sleep(wait)
+                wait = backoff.delay(attempt, self.rng, wait_hint)
+                if (wait_hint or 0) > deadline.remaining() or deadline.remaining() < backoff.LAST_ATTEMPT_S + 0.01:
+                    failure.message += f" Gave up after {attempt} attempt(s) in {deadline.elapsed():.1f} s."
+                    raise failure
+                attempt += 1
+                self.waiting = Waiting(operation, attempt, deadline.start, ends, failure.message)
+                self.clock.sleep(min(wait, deadline.remaining() - backoff.LAST_ATTEMPT_S))  # a last try before the end
+        finally:
+            self.waiting = None
+
+    def _attempt(
+        self,
+        operation: str,
+        transport: Transport,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        sign_body: bool,
+        deadline: backoff.Deadline,
+    ) -> Response | tuple[OcigroupError, float | None]:
+        """One try: the answer, or the failure it means with the wait the service asked for (Retry-After)."""
+        timeout = max(0.1, min(60.0, deadline.remaining()))
+        try:
+            resp = transport.request(method, path, query, body, sign_body=sign_body, timeout=timeout)
+        except (OSError, http.client.HTTPException) as exc:
+            failure = connection_failure(operation, transport.endpoint, transport.proxy, exc)
+            if self.trace:
+                self.trace(f"{operation}: {failure.message}")
+            return failure, None
+        rid = resp.headers.get("opc-request-id")
+        if self.trace:
+            self.trace(f"{operation}: {resp.status} (opc-request-id {rid})")
+        if 200 <= resp.status < 300:
+            return resp
+        try:
+            err = resp.json()
+        except ValueError:
+            err = None
+        if isinstance(err, dict):
+            code, message = err.get("code"), str(err.get("message", ""))
+        else:
+            code, message = None, resp.body.decode("utf-8", "replace")[:200]
+        failure = service_failure(operation, resp.status, code, message, rid)
+        stream_path = path.startswith("/streams/") and "/groups/" not in path  # a missing group is no sign
+        if resp.status == 404 and stream_path and self.on_stream_missing is not None:
+            self.on_stream_missing()
+            failure.hint = "the stream's cached location was dropped; if it was recreated, run again"
+        return failure, retry_after(resp.headers)
 
     # -- admin ----------------------------------------------------------------------------------------------
 

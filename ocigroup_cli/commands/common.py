@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,7 +13,7 @@ from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:  # imported inside the functions: `--help` must not pay for the client
-    from ocigroup_cli.client.streaming import Retrying, StreamInfo, StreamingClient
+    from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
     from ocigroup_cli.config import Profile
 
 
@@ -50,23 +51,40 @@ def client_for(ctx: typer.Context, profile: Profile) -> StreamingClient:
     if profile.local:
         local.ensure_running(g.clock, console.notice)
     client = StreamingClient(profile, g.clock, trace=console.notice if g.verbose else None)
-    client.on_retry = _show_retry
     ctx.call_on_close(client.close)
+    _show_waiting(ctx, client)
     for warning in client.creds.warnings:
         console.warn(warning)
     return client
 
 
-RETRY_QUIET_S = 2.0  # a retry that ends sooner is not worth a line
+WAIT_QUIET_S = 2.0  # a request answered sooner is not worth a line
 
 
-def _show_retry(state: Retrying) -> None:
-    """On a terminal, say what is being waited for once a request has been retried for a while."""
-    if state.elapsed_s >= RETRY_QUIET_S:
-        console.STATUS.show(
-            f"{state.operation}: attempt {state.attempt} failed, retrying for {state.remaining_s:.0f} s more: "
-            f"{state.cause}"
-        )
+def _show_waiting(ctx: typer.Context, client: StreamingClient) -> None:
+    """On a terminal, one status line for a request waited on for 2 s: retries, and a silent endpoint too."""
+    if not console.STATUS.enabled():
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.5):
+            waiting, now = client.waiting, client.clock.monotonic()
+            if waiting is None or now - waiting.since < WAIT_QUIET_S:
+                console.STATUS.clear(owner="waiting")
+                continue
+            text = f"{waiting.operation}: {max(0.0, waiting.until - now):.0f} s left, attempt {waiting.attempt}"
+            cause = (waiting.cause or "").removeprefix(f"{waiting.operation} failed: ").removeprefix(waiting.operation)
+            console.STATUS.show(f"{text}; the last one: {cause}" if cause else f"{text}, no answer yet", "waiting")
+        console.STATUS.clear(owner="waiting")
+
+    def stop() -> None:
+        done.set()
+        thread.join(1.0)
+
+    thread = threading.Thread(target=watch, name="waiting", daemon=True)
+    thread.start()
+    ctx.call_on_close(stop)
 
 
 def connect(ctx: typer.Context, profile: Profile) -> tuple[StreamingClient, StreamInfo]:

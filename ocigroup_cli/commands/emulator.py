@@ -141,10 +141,9 @@ def start(ctx: typer.Context, port: LocalPort = None) -> None:
     from ocigroup_cli.commands.common import globals_of
     from ocigroup_cli.ops import local
 
-    before = local.status(port)
-    now = local.start(globals_of(ctx).clock, port)
-    word = "already running" if before.running else "started"
-    console.notice(f"local emulator {word} on {now.url} (data and log in {state_dir()})")
+    now, started = local.start(globals_of(ctx).clock, port)
+    word = "started" if started else "already running"
+    console.notice(f"local emulator {word} on {now.url} (pid {now.pid}; data and log in {state_dir()})")
 
 
 @app.command()

@@ -12,8 +12,9 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, connect, fmt, load_profile
-from ocigroup_cli.emulator.limits import MAX_KEY_BYTES, MAX_VALUE_BYTES
-from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.core.limits import MAX_KEY_BYTES, MAX_REQUEST_BYTES, MAX_VALUE_BYTES
+from ocigroup_cli.delivery import Delivery
+from ocigroup_cli.errors import OcigroupError, OutputFailed, UsageError
 
 BATCH_BYTES = 900_000  # stay under the 1 MiB request limit
 
@@ -35,11 +36,14 @@ def _decode(text: str, encoding: str, what: str) -> bytes:
 
 def _check_size(n: int, key: bytes | None, value: bytes) -> None:
     """The service refuses these; refusing before any batch is stored keeps a publish all or nothing here."""
-    for what, data, limit in (("key", key or b"", MAX_KEY_BYTES), ("value", value, MAX_VALUE_BYTES)):
-        if len(data) > limit:
+    for what, size, limit in (
+        ("its key is", len(key or b""), MAX_KEY_BYTES),
+        ("its value is", len(value), MAX_VALUE_BYTES),
+        ("its key and value are", len(key or b"") + len(value), MAX_REQUEST_BYTES),  # one request's limit
+    ):
+        if size > limit:
             raise UsageError(
-                f"message {n}: its {what} is {len(data)} bytes; the service accepts at most {limit}. "
-                "Nothing was published."
+                f"message {n}: {what} {size} bytes; the service accepts at most {limit}. Nothing was published."
             )
 
 
@@ -115,6 +119,7 @@ def publish(
     messages = _read(values, key, json_lines, encoding)
     if not messages:
         raise UsageError("nothing to publish: give values as arguments or on stdin.")
+    Delivery.stdout()  # a closed stdout fails here, before anything is published, not after
     client, stream = connect(ctx, load_profile(ctx))
     results = []
     batch: list[tuple[bytes | None, bytes]] = []
@@ -128,10 +133,17 @@ def publish(
     results += client.put(stream, batch)
     failed = [r for r in results if r.error]
     data = [{"partition": r.partition, "offset": r.offset, "error": r.error} for r in results]
-    console.emit(
-        data,
-        fmt(ctx, output),
-        lambda: console.table(["PARTITION", "OFFSET", "ERROR"], [list(d.values()) for d in data]),
-    )
+    try:
+        console.emit(
+            data,
+            fmt(ctx, output),
+            lambda: console.table(["PARTITION", "OFFSET", "ERROR"], [list(d.values()) for d in data]),
+        )
+    except OutputFailed as exc:  # say what happened: publishing again would store every message twice
+        exc.message = (
+            f"{len(results) - len(failed)} message(s) were published, but their offsets could not be written "
+            f"({exc.message.rstrip('.')})."
+        )
+        raise
     if failed:
         raise OcigroupError(f"{len(failed)} of {len(results)} messages were not stored (see the error column).")

@@ -76,16 +76,17 @@ class Backend(Streams):
             if value_size > MAX_VALUE_BYTES:
                 raise invalid(f"messages[{i}].value is {value_size} bytes; the limit is {MAX_VALUE_BYTES} (1 MiB).")
             key = item.get("key")
-            if key is None:  # the service generates a key when none is given
+            if key is None:  # the service generates a key when none is given; the request did not carry it
                 raw_key = uuid.uuid4().hex.encode("ascii")
                 key = base64.b64encode(raw_key).decode("ascii")
                 key_size = len(raw_key)
+                total += value_size
             else:
                 key_size = validate.b64_size(key, f"messages[{i}].key")
                 if key_size > MAX_KEY_BYTES:
                     raise invalid(f"messages[{i}].key is {key_size} bytes; the limit is {MAX_KEY_BYTES}.")
                 raw_key = base64.b64decode(key)
-            total += key_size + value_size
+                total += key_size + value_size
             parsed.append((raw_key, key, item["value"], key_size + value_size))
         if total > MAX_REQUEST_BYTES:
             raise limit_exceeded(f"The request carries {total} bytes of keys and values; the limit is 1 MiB.")

@@ -1,4 +1,4 @@
-"""OCI Streaming's service limits: message and request sizes, and (optional) rate limits.
+"""The service's limits as the emulator applies them, and its (optional) rate limits.
 
 Rate state lives in memory: 5 GetMessages per second per group per partition, 1 MB/s of writes per partition.
 """
@@ -8,14 +8,26 @@ from __future__ import annotations
 import threading
 from collections import defaultdict, deque
 
-MAX_VALUE_BYTES = 1024 * 1024
-MAX_KEY_BYTES = 256
-MAX_REQUEST_BYTES = 1024 * 1024
-MAX_GET_LIMIT = 10_000
-DEFAULT_READ_BUDGET_BYTES = 1024 * 1024
-MAX_GROUPS_PER_STREAM = 50
-GETS_PER_SECOND = 5
-WRITE_BYTES_PER_SECOND = 1_000_000
+from ocigroup_cli.core.limits import (
+    GETS_PER_SECOND,
+    MAX_GET_LIMIT,
+    MAX_GROUPS_PER_STREAM,
+    MAX_KEY_BYTES,
+    MAX_REQUEST_BYTES,
+    MAX_VALUE_BYTES,
+    WRITE_BYTES_PER_SECOND,
+)
+
+DEFAULT_READ_BUDGET_BYTES = 1024 * 1024  # the emulator's own choice: the service does not document its budget
+__all__ = [
+    "DEFAULT_READ_BUDGET_BYTES",
+    "MAX_GET_LIMIT",
+    "MAX_GROUPS_PER_STREAM",
+    "MAX_KEY_BYTES",
+    "MAX_REQUEST_BYTES",
+    "MAX_VALUE_BYTES",
+    "RateLimiter",
+]
 
 
 class RateLimiter:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import http.client
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ocigroup_cli.config import local_port
 from ocigroup_cli.core.clock import Clock
-from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.errors import ConfigError, OcigroupError
 from ocigroup_cli.paths import state_dir, state_writes
 
 HEALTH_SERVICE = "ocigroup-emulator"  # what the emulator's health endpoint says it is
@@ -112,30 +114,60 @@ def wait_until_up(proc: subprocess.Popen[bytes], port: int, clock: Clock, log: P
     raise OcigroupError(f"the emulator did not answer on {url(port)} within {seconds:.0f} s.", f"see {log}")
 
 
-def start(clock: Clock, port: int | None = None, extra_args: tuple[str, ...] = ()) -> Status:
-    """Start the background emulator for the local profile, trusting the local key; wait until it answers."""
-    port = port or local_port()
-    current = status(port)
-    if current.running:
-        return current
-    if current.foreign:
-        raise OcigroupError(
-            f"something that is not an ocigroup emulator answers on {url(port)}.",
-            "set OCIGROUP_LOCAL_PORT to a free port for the local profile",
+def data_file() -> Path:
+    return state_dir() / "emulator.db"
+
+
+def _check_ours(current: Status) -> Status:
+    """An emulator serving another state directory would not trust this one's key: say so, do not use it."""
+    if current.data is not None and os.path.realpath(current.data) != os.path.realpath(data_file()):
+        raise ConfigError(
+            f"the emulator on {current.url} (pid {current.pid}) serves another state directory ({current.data}).",
+            f"use its directory (OCIGROUP_STATE_DIR={os.path.dirname(current.data)}), "
+            "or set OCIGROUP_LOCAL_PORT to a free port",
         )
-    ensure_key()
-    log = state_dir() / "emulator.log"
-    with state_writes("the emulator's log"):
-        state_dir().mkdir(parents=True, exist_ok=True)
-        proc = spawn(port, str(state_dir() / "emulator.db"), [home() / "key_public.pem"], log, extra_args)
-    return wait_until_up(proc, port, clock, log)
+    return current
+
+
+@contextlib.contextmanager
+def first_use() -> Iterator[None]:
+    """One process at a time sets the local profile up (key pair, emulator, stream): first commands may race."""
+    with state_writes("the local profile's lock"):
+        home().mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(home() / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def start(clock: Clock, port: int | None = None, extra_args: tuple[str, ...] = ()) -> tuple[Status, bool]:
+    """Start the background emulator for the local profile, trusting the local key, and wait until it answers.
+    Returns its status and whether this call started it (False: it was running already)."""
+    port = port or local_port()
+    with first_use():
+        ensure_key()
+        current = status(port)
+        if current.running:
+            return _check_ours(current), False
+        if current.foreign:
+            raise ConfigError(
+                f"something that is not an ocigroup emulator answers on {url(port)}.",
+                "set OCIGROUP_LOCAL_PORT to a free port for the local profile",
+            )
+        log = state_dir() / "emulator.log"
+        with state_writes("the emulator's log"):
+            proc = spawn(port, str(data_file()), [home() / "key_public.pem"], log, extra_args)
+        return _check_ours(wait_until_up(proc, port, clock, log)), True
 
 
 def stop(clock: Clock, port: int | None = None) -> Status | None:
-    """Stop the emulator that answers on the local port, whoever started it; its status, or None if none ran."""
+    """Stop the emulator that answers on the local port for this state directory; its status, or None."""
     current = status(port)
     if not current.running or current.pid is None:
         return None
+    _check_ours(current)
     try:
         os.kill(current.pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -155,7 +187,9 @@ def stop(clock: Clock, port: int | None = None) -> Status | None:
 
 
 def ensure_running(clock: Clock, notice: Callable[[str], None], port: int | None = None) -> None:
-    ensure_key()
-    if not status(port).running:
-        start(clock, port)
+    current = status(port)
+    if current.running and (home() / "key.pem").exists():
+        _check_ours(current)
+        return
+    if start(clock, port)[1]:
         notice(f"started the local emulator on {url(port)} (stop it with: ocigroup emulator stop)")

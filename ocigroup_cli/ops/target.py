@@ -13,6 +13,7 @@ from pathlib import Path
 from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
 from ocigroup_cli.config import Profile
 from ocigroup_cli.errors import ConfigError, OcigroupError
+from ocigroup_cli.ops import local
 from ocigroup_cli.paths import state_dir
 
 
@@ -77,12 +78,24 @@ def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
             f"profile {profile.name!r} names no stream.",
             "set stream.id, or stream.name with stream.compartment (or pass --stream)",
         )
+    if not profile.local:
+        return _by_name(client, name, compartment)
+    with local.first_use():  # two first commands must not both create the stream
+        try:
+            return _by_name(client, name, compartment)
+        except StreamNotFound:
+            created = client.create_stream(name, int(profile.get("stream.partitions")), compartment)
+            return client.get_stream(created.id)
+
+
+class StreamNotFound(OcigroupError):
+    pass
+
+
+def _by_name(client: StreamingClient, name: str, compartment: str) -> StreamInfo:
     found = [s for s in client.list_streams(compartment, name) if s.state in ("ACTIVE", "CREATING", "UPDATING")]
     if len(found) > 1:
         raise OcigroupError(f"{len(found)} streams are named {name!r} in {compartment}.", "use stream.id instead")
-    if found:
-        return found[0]
-    if profile.local:
-        created = client.create_stream(name, int(profile.get("stream.partitions")), compartment)
-        return client.get_stream(created.id)
-    raise OcigroupError(f"no active stream named {name!r} in compartment {compartment}.")
+    if not found:
+        raise StreamNotFound(f"no active stream named {name!r} in compartment {compartment}.")
+    return found[0]
