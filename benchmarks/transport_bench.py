@@ -32,8 +32,8 @@ from urllib3.connection import HTTPConnection
 
 from benchmarks.harness import TENANCY, USER, BenchEmulator
 from ocigroup_cli.client.signing import ApiKeySigner, Signer
-from ocigroup_cli.client.streaming import Message
 from ocigroup_cli.client.transport import API_VERSION, Response, Transport
+from ocigroup_cli.core.models import Message
 
 
 class Urllib3Transport:

@@ -1,6 +1,8 @@
 """The CLI's error tree. Each error knows its exit code and may carry a hint on how to fix it.
 
 Commands and ops raise these; only the error boundary in `app.py` turns them into output and exit codes.
+What the service refused is a `ServiceError` of the kind callers branch on (not found, invalid cursor,
+throttled, conflict, auth), carrying the service's own error code and the opc-request-id.
 """
 
 from __future__ import annotations
@@ -21,11 +23,10 @@ class ExitCode(IntEnum):
 class OcigroupError(Exception):
     exit_code = ExitCode.FAILURE
 
-    def __init__(self, message: str, hint: str | None = None, status: int | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
-        self.status = status  # the HTTP status, when the service refused the request
 
 
 class UsageError(OcigroupError):
@@ -37,6 +38,8 @@ class ConfigError(UsageError):
 
 
 class TransientError(OcigroupError):
+    """The network or the service failed in a way that waiting may fix."""
+
     exit_code = ExitCode.TRANSIENT
 
 
@@ -54,3 +57,43 @@ class ReaderGone(Interrupted):
 
 class OutputFailed(OcigroupError):
     """The output cannot be written (a full disk, a closed descriptor): the environment's fault, not a bug."""
+
+
+class ServiceError(OcigroupError):
+    """The service answered with an error: its HTTP status, error code and opc-request-id."""
+
+    def __init__(
+        self, message: str, hint: str | None = None, *, status: int, code: str | None, request_id: str | None
+    ) -> None:
+        super().__init__(message, hint)
+        self.status = status
+        self.code = code
+        self.request_id = request_id
+
+
+class NotFound(ServiceError):
+    """404: no such stream or group (or not authorized to see it)."""
+
+
+class BadRequest(ServiceError):
+    """400: the request was refused as it stands (a parameter out of range, a limit exceeded)."""
+
+
+class InvalidCursor(BadRequest):
+    """400 for a request that carried a cursor: it expired, was forged, or belongs elsewhere."""
+
+
+class AuthFailed(ServiceError):
+    """401/403: the signature, key, user or policy does not allow the request."""
+
+
+class Conflict(ServiceError):
+    """409 that waiting will not fix."""
+
+
+class Throttled(ServiceError, TransientError):
+    """429: over a rate limit; the same request succeeds later."""
+
+
+class ServiceUnavailable(ServiceError, TransientError):
+    """5xx (but 501), or a 409 the service documents as passing (IncorrectState, LockConflict)."""

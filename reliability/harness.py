@@ -16,9 +16,10 @@ from pathlib import Path
 
 import yaml
 
-from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import SystemClock, real_sleep
+from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.ops import local
 from reliability.history import Exit, Fault, Recorder, RunInfo, Sample, SlowPipe
 from reliability.load import Observer, Publisher, snapshot

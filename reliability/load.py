@@ -6,8 +6,9 @@ import random
 import threading
 from collections.abc import Callable
 
-from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.clock import real_sleep
+from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import OcigroupError
 from reliability.history import Acked, Indeterminate, Recorder, Sample
 

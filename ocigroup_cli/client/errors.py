@@ -15,7 +15,19 @@ from typing import Any
 
 from ocigroup_cli.client.tls import BUNDLE_HINT
 from ocigroup_cli.client.transport import Proxy
-from ocigroup_cli.errors import ConfigError, OcigroupError, TransientError
+from ocigroup_cli.errors import (
+    AuthFailed,
+    BadRequest,
+    ConfigError,
+    Conflict,
+    InvalidCursor,
+    NotFound,
+    OcigroupError,
+    ServiceError,
+    ServiceUnavailable,
+    Throttled,
+    TransientError,
+)
 
 RETRIABLE_CONFLICTS = ("IncorrectState", "LockConflict")
 NOT_TLS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
@@ -27,21 +39,29 @@ def retriable_status(status: int, code: str | None) -> bool:
 
 
 def service_failure(
-    operation: str, status: int, code: str | None, message: str, request_id: str | None
-) -> OcigroupError:
+    operation: str, status: int, code: str | None, message: str, request_id: str | None, with_cursor: bool = False
+) -> ServiceError:
+    """The error of the tree for what the service answered; `with_cursor`: the request carried a cursor."""
     rid = f" (opc-request-id {request_id})" if request_id else ""
     text = f"{operation} failed: {status} {code or ''} {message}".rstrip() + rid
-    if retriable_status(status, code):
-        return TransientError(text, "the service is throttling or failing; retry later or raise deadline_s", status)
-    if status == 401:
-        return OcigroupError(
-            text,
+    kind: type[ServiceError] = ServiceError
+    hint = None
+    if status == 429:
+        kind, hint = Throttled, "the service is throttling; retry later or raise deadline_s"
+    elif retriable_status(status, code):
+        kind, hint = ServiceUnavailable, "the service is failing; retry later or raise deadline_s"
+    elif status in (401, 403):
+        kind, hint = (
+            AuthFailed,
             "check the profile's key, fingerprint, tenancy and user (and the clock: 5 minutes of skew max)",
-            status,
         )
-    if status == 404:
-        return OcigroupError(text, "check the stream, the group name and the endpoint of the profile", status)
-    return OcigroupError(text, status=status)
+    elif status == 404:
+        kind, hint = NotFound, "check the stream, the group name and the endpoint of the profile"
+    elif status == 400:
+        kind = InvalidCursor if with_cursor else BadRequest
+    elif status == 409:
+        kind = Conflict
+    return kind(text, hint, status=status, code=code, request_id=request_id)
 
 
 def connection_failure(

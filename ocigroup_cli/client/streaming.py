@@ -8,12 +8,12 @@ fast to start and `tail` cheap per message.
 from __future__ import annotations
 
 import base64
-import binascii
 import http.client
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import quote
 
 from ocigroup_cli.client import tls
@@ -24,59 +24,22 @@ from ocigroup_cli.client.transport import Response, Transport
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core import backoff
 from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.models import Message, PutResult, Reservation, StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.errors import ConfigError, OcigroupError, TransientError
 
 
-class Message(NamedTuple):
-    """One message as the service sent it (a tuple: cheap to build on the hot path)."""
-
-    partition: int
-    offset: int
-    timestamp: str  # RFC 3339, as the service sent it
-    key: str | None  # base64
-    value: str  # base64
-
-    @property
-    def timestamp_ms(self) -> int:
-        return parse_rfc3339_ms(self.timestamp)
-
-    def key_bytes(self) -> bytes | None:
-        return None if self.key is None else binascii.a2b_base64(self.key)
-
-    def value_bytes(self) -> bytes:
-        return binascii.a2b_base64(self.value)
-
-
-@dataclass(frozen=True)
-class Reservation:
-    partition: int
-    committed_offset: int | None
-    instance: str | None
-    reserved_until_ms: int | None
-
-
-@dataclass(frozen=True)
-class StreamInfo:
-    id: str
-    name: str
-    partitions: int
-    retention_hours: int | None
-    state: str
-    messages_endpoint: str
-    time_created: str | None
-
-    @classmethod
-    def from_json(cls, s: dict[str, Any]) -> StreamInfo:
-        return cls(
-            s["id"],
-            s["name"],
-            int(s["partitions"]),
-            s.get("retentionInHours"),
-            s.get("lifecycleState", ""),
-            s.get("messagesEndpoint", ""),
-            s.get("timeCreated"),
-        )
+def stream_info(s: dict[str, Any]) -> StreamInfo:
+    """A stream record from its JSON (GetStream, ListStreams, CreateStream)."""
+    return StreamInfo(
+        s["id"],
+        s["name"],
+        int(s["partitions"]),
+        s.get("retentionInHours"),
+        s.get("lifecycleState", ""),
+        s.get("messagesEndpoint", ""),
+        s.get("timeCreated"),
+    )
 
 
 @dataclass(frozen=True)
@@ -88,13 +51,6 @@ class Waiting:
     since: float  # the clock's monotonic time when the request (its first attempt) started
     until: float  # ... and when its deadline ends
     cause: str | None = None  # why the previous attempt failed; None during the first one
-
-
-@dataclass(frozen=True)
-class PutResult:
-    partition: int | None
-    offset: int | None
-    error: str | None
 
 
 class StreamingClient:
@@ -156,9 +112,13 @@ class StreamingClient:
         *,
         sign_body: bool = True,
         retry: bool = True,
+        patient: Callable[[OcigroupError], None] | None = None,
     ) -> Response:
-        """One API call with retries on throttling, 5xx and connection failures, within the profile's deadline."""
-        deadline = backoff.Deadline(self.clock, float(self.profile.get("deadline_s")))
+        """One API call with retries on throttling, 5xx and connection failures, within the profile's deadline.
+
+        `patient`: no deadline; transient failures are retried until the service answers, and the callback hears
+        of the first one (a consumer waits an outage out: the one retry loop is this one)."""
+        deadline = backoff.Deadline(self.clock, math.inf if patient else float(self.profile.get("deadline_s")))
         transport = self._transport(endpoint)
         ends = deadline.start + deadline.seconds
         self.waiting = Waiting(operation, 1, deadline.start, ends)
@@ -175,6 +135,8 @@ class StreamingClient:
                 if (wait_hint or 0) > deadline.remaining() or deadline.remaining() < backoff.LAST_ATTEMPT_S + 0.01:
                     failure.message += f" Gave up after {attempt} attempt(s) in {deadline.elapsed():.1f} s."
                     raise failure
+                if patient and attempt == 1:
+                    patient(failure)
                 attempt += 1
                 self.waiting = Waiting(operation, attempt, deadline.start, ends, failure.message)
                 self.clock.sleep(min(wait, deadline.remaining() - backoff.LAST_ATTEMPT_S))  # a last try before the end
@@ -214,7 +176,7 @@ class StreamingClient:
             code, message = err.get("code"), str(err.get("message", ""))
         else:
             code, message = None, resp.body.decode("utf-8", "replace")[:200]
-        failure = service_failure(operation, resp.status, code, message, rid)
+        failure = service_failure(operation, resp.status, code, message, rid, bool(query and "cursor" in query))
         stream_path = path.startswith("/streams/") and "/groups/" not in path  # a missing group is no sign
         if resp.status == 404 and stream_path and self.on_stream_missing is not None:
             self.on_stream_missing()
@@ -225,7 +187,7 @@ class StreamingClient:
 
     def get_stream(self, stream_id: str) -> StreamInfo:
         resp = self.request("GetStream", self.admin_url, "GET", f"/streams/{quote(stream_id, safe='')}")
-        return StreamInfo.from_json(resp.json())
+        return stream_info(resp.json())
 
     def list_streams(self, compartment: str, name: str | None = None) -> list[StreamInfo]:
         out: list[StreamInfo] = []
@@ -234,7 +196,7 @@ class StreamingClient:
             query["name"] = name
         while True:
             resp = self.request("ListStreams", self.admin_url, "GET", "/streams", dict(query))
-            out += [StreamInfo.from_json(s) for s in resp.json()]
+            out += [stream_info(s) for s in resp.json()]
             page = resp.headers.get("opc-next-page")
             if not page:
                 return out
@@ -248,7 +210,7 @@ class StreamingClient:
             "retentionInHours": retention_hours,
         }
         resp = self.request("CreateStream", self.admin_url, "POST", "/streams", body=body, retry=False)
-        return StreamInfo.from_json(resp.json())
+        return stream_info(resp.json())
 
     # -- data plane -----------------------------------------------------------------------------------------
 
@@ -282,6 +244,7 @@ class StreamingClient:
         time_ms: int | None = None,
         commit_on_get: bool = True,
         timeout_ms: int | None = None,
+        patient: Callable[[OcigroupError], None] | None = None,
     ) -> str:
         body: dict[str, Any] = {
             "type": kind,
@@ -293,7 +256,8 @@ class StreamingClient:
             body["time"] = ms_to_rfc3339(time_ms)
         if timeout_ms is not None:
             body["timeoutInMs"] = timeout_ms
-        return str(self._data("CreateGroupCursor", stream, "POST", "groupCursors", body=body).json()["value"])
+        resp = self._data("CreateGroupCursor", stream, "POST", "groupCursors", body=body, patient=patient)
+        return str(resp.json()["value"])
 
     def create_cursor(
         self, stream: StreamInfo, partition: int, kind: str, offset: int | None = None, time_ms: int | None = None
@@ -305,11 +269,17 @@ class StreamingClient:
             body["time"] = ms_to_rfc3339(time_ms)
         return str(self._data("CreateCursor", stream, "POST", "cursors", body=body).json()["value"])
 
-    def get_messages(self, stream: StreamInfo, cursor: str, limit: int | None = None) -> tuple[list[Message], str]:
+    def get_messages(
+        self,
+        stream: StreamInfo,
+        cursor: str,
+        limit: int | None = None,
+        patient: Callable[[OcigroupError], None] | None = None,
+    ) -> tuple[list[Message], str]:
         query: dict[str, Any] = {"cursor": cursor}
         if limit is not None:
             query["limit"] = limit
-        resp = self._data("GetMessages", stream, "GET", "messages", query=query)
+        resp = self._data("GetMessages", stream, "GET", "messages", query=query, patient=patient)
         messages = [
             Message(int(m["partition"]), m["offset"], m["timestamp"], m.get("key"), m["value"]) for m in resp.json()
         ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,8 +14,9 @@ from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:  # imported inside the functions: `--help` must not pay for the client
-    from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+    from ocigroup_cli.client.streaming import StreamingClient
     from ocigroup_cli.config import Profile
+    from ocigroup_cli.core.models import StreamInfo
 
 
 @dataclass
@@ -73,7 +75,11 @@ def _show_waiting(ctx: typer.Context, client: StreamingClient) -> None:
             if waiting is None or now - waiting.since < WAIT_QUIET_S:
                 console.STATUS.clear(owner="waiting")
                 continue
-            text = f"{waiting.operation}: {max(0.0, waiting.until - now):.0f} s left, attempt {waiting.attempt}"
+            left = waiting.until - now
+            text = f"{waiting.operation}: " + (
+                "waiting for the service" if math.isinf(left) else f"{max(0.0, left):.0f} s left"
+            )
+            text += f", attempt {waiting.attempt}"
             cause = (waiting.cause or "").removeprefix(f"{waiting.operation} failed: ").removeprefix(waiting.operation)
             console.STATUS.show(f"{text}; the last one: {cause}" if cause else f"{text}, no answer yet", "waiting")
         console.STATUS.clear(owner="waiting")

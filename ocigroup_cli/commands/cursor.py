@@ -9,10 +9,11 @@ import typer
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
 from ocigroup_cli.core.timespec import parse_time_ms
-from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
-    from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+    from ocigroup_cli.client.streaming import StreamingClient
+    from ocigroup_cli.core.models import StreamInfo
 
 app = typer.Typer(help="Create group cursors and partition cursors.", no_args_is_help=True)
 GROUP_TYPES = ("TRIM_HORIZON", "LATEST", "AT_TIME")
@@ -106,7 +107,5 @@ def _group_exists(client: StreamingClient, stream: StreamInfo, name: str) -> boo
     try:
         client.get_group(stream, name)
         return True
-    except OcigroupError as exc:
-        if exc.status == 404:
-            return False
-        raise
+    except NotFound:
+        return False

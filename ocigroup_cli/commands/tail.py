@@ -17,10 +17,11 @@ from ocigroup_cli.commands.common import connect, globals_of, load_profile
 from ocigroup_cli.core.session import Rules
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.delivery import Delivery, StreamDelivery
-from ocigroup_cli.errors import Interrupted, OcigroupError, ReaderGone, UsageError
+from ocigroup_cli.errors import Interrupted, NotFound, ReaderGone, UsageError
 
 if TYPE_CHECKING:
-    from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
+    from ocigroup_cli.client.streaming import StreamingClient
+    from ocigroup_cli.core.models import Message, StreamInfo
     from ocigroup_cli.ops.tail import TailStats
 
 FORMATS = ("value", "json", "template")
@@ -214,13 +215,9 @@ def tail(
 def _guard_live(client: StreamingClient, stream: StreamInfo, group: str, me: str, join_live: bool, now_ms: int) -> None:
     try:
         reservations = client.get_group(stream, group)
-    except OcigroupError as exc:
-        if exc.status == 404:
-            return  # a new group
-        raise
-    others = sorted(
-        {r.instance for r in reservations if r.instance and r.instance != me and (r.reserved_until_ms or 0) >= now_ms}
-    )
+    except NotFound:
+        return  # a new group
+    others = sorted({r.instance for r in reservations if r.instance and r.instance != me and r.live(now_ms)})
     if not others or join_live:
         return
     message = (

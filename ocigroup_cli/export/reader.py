@@ -13,11 +13,12 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
+from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
-from ocigroup_cli.errors import ExitCode, OcigroupError, TransientError, UsageError
+from ocigroup_cli.errors import BadRequest, ExitCode, OcigroupError, TransientError, UsageError
 from ocigroup_cli.export.plan import Plan, Slice
 
 if TYPE_CHECKING:
@@ -92,9 +93,8 @@ def _start_cursor(client: StreamingClient, stream: StreamInfo, s: Slice) -> str 
     """A cursor at the slice's first offset; None when the partition ends before it (nothing to read)."""
     try:
         return client.create_cursor(stream, s.partition, "AT_OFFSET", offset=s.first)
-    except OcigroupError as exc:
-        if exc.status != 400:
-            raise
+    except BadRequest:
+        pass
     # the offset is outside the retained range: before it (retention moved on) or past the end
     probe = client.create_cursor(stream, s.partition, "TRIM_HORIZON")
     oldest, _ = client.get_messages(stream, probe, limit=1)

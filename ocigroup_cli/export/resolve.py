@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
+from ocigroup_cli.client.streaming import StreamingClient
+from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import UsageError
 from ocigroup_cli.export.plan import PartitionRange, Plan, slices_for

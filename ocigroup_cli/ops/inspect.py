@@ -10,8 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core import balance
+from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.ops.positions import after_commit
 
@@ -120,7 +121,7 @@ def describe(
     views = []
     for p in range(stream.partitions):
         r = reservations.get(p)
-        live = r is not None and r.instance is not None and (r.reserved_until_ms or 0) >= now_ms
+        live = r is not None and r.live(now_ms)
         committed = committed_of[p]
         count, capped, next_offset, time_lag = lags[p]
         views.append(

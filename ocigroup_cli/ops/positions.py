@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
-from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.client.streaming import StreamingClient
+from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.errors import BadRequest
 
 
 def after_commit(client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None) -> str:
@@ -12,7 +13,6 @@ def after_commit(client: StreamingClient, stream: StreamInfo, partition: int, co
     if committed is not None:
         try:
             return client.create_cursor(stream, partition, "AFTER_OFFSET", offset=committed)
-        except OcigroupError as exc:
-            if exc.status != 400:
-                raise
+        except BadRequest:
+            pass
     return client.create_cursor(stream, partition, "TRIM_HORIZON")

@@ -7,7 +7,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ocigroup_cli.client.streaming import Reservation, StreamInfo, StreamingClient
+from ocigroup_cli.client.streaming import StreamingClient
+from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.ops.positions import after_commit
 from ocigroup_cli.paths import state_dir
@@ -71,7 +72,7 @@ def _count(
 
 def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Target, now_ms: int) -> Plan:
     reservations = {r.partition: r for r in client.get_group(stream, group)}
-    live = sorted({r.instance for r in reservations.values() if _live(r, now_ms) and r.instance})
+    live = sorted({r.instance for r in reservations.values() if r.live(now_ms) and r.instance})
     parts = []
     for p in range(stream.partitions):
         r = reservations.get(p)
@@ -87,14 +88,10 @@ def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Target
                 skip, capped = _count(client, stream, p, now_at, after_at)
         parts.append(
             PartitionPlan(
-                p, committed, r.instance if r and _live(r, now_ms) else None, now_at, after_at, replay, skip, capped
+                p, committed, r.instance if r and r.live(now_ms) else None, now_at, after_at, replay, skip, capped
             )
         )
     return Plan(stream.name, group, target, parts, live)
-
-
-def _live(r: Reservation, now_ms: int) -> bool:
-    return r.instance is not None and (r.reserved_until_ms or 0) >= now_ms
 
 
 def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: int) -> dict[str, Any]:

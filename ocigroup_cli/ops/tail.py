@@ -12,20 +12,35 @@ and the partitions go to other instances (Kafka's max.poll.interval.ms).
 
 from __future__ import annotations
 
-import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ocigroup_cli.client.streaming import Message, StreamInfo, StreamingClient
-from ocigroup_cli.core import backoff
+from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.clock import Clock, perf_counter
+from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.session import Rules
-from ocigroup_cli.errors import OcigroupError, TransientError
+from ocigroup_cli.errors import AuthFailed, InvalidCursor, NotFound, OcigroupError
 from ocigroup_cli.ops.positions import after_commit
 
 IDLE_WAIT_S = 0.25  # between empty reads; stays under the service's 5 GET/s per partition
+
+# How the instance loop meets a failed read. Outages and throttling never get here: reads are patient, the client
+# waits them out (TransientError). A refused cursor expired (a stall of over 5 minutes) or comes from an earlier
+# run: join again, from the committed offsets. A stream or group that is gone, or credentials that stopped
+# working, end tail with the error.
+ON_READ_FAILURE: dict[type[OcigroupError], str] = {
+    InvalidCursor: "rejoin",
+    NotFound: "stop",
+    AuthFailed: "stop",
+}
+
+
+def on_read_failure(exc: OcigroupError) -> str:
+    return next((action for kind, action in ON_READ_FAILURE.items() if isinstance(exc, kind)), "stop")
+
+
 ASSIGNMENT_CHECK_S = 2.0
 
 
@@ -87,24 +102,34 @@ class Tail:
         self.uncommitted = False  # the cursor carries a fully written batch not committed yet
         self._stop = threading.Event()
         self._gave_up = False
-        self._rng = random.Random()
 
     # -- requests (always under the lock) ----------------------------------------------------------------
 
-    def _join(self) -> None:
+    def _join(self, patient: bool = False) -> None:
         o = self.opts
         self.cursor = self.client.create_group_cursor(
-            self.stream, o.group, o.instance, o.start, o.start_time_ms, o.commit_on_get, o.timeout_ms
+            self.stream,
+            o.group,
+            o.instance,
+            o.start,
+            o.start_time_ms,
+            o.commit_on_get,
+            o.timeout_ms,
+            patient=self._outage if patient else None,
         )
         self.last_contact = self.clock.monotonic()
 
+    def _outage(self, failure: OcigroupError) -> None:
+        self.notice(f"service unavailable, retrying until it answers: {failure.message}")
+
     def _read(self, limit: int | None) -> list[Message]:
-        """GetMessages with recovery: a refused cursor is recreated, an outage is waited out."""
-        attempt = 0
+        """GetMessages, patient with outages (the client waits them out); other failures as ON_READ_FAILURE says."""
         while True:
             try:
                 with self.lock:
-                    messages, self.cursor = self.client.get_messages(self.stream, self.cursor, limit)
+                    messages, self.cursor = self.client.get_messages(
+                        self.stream, self.cursor, limit, patient=self._outage
+                    )
                     self.last_contact = self.clock.monotonic()
                     # the previous batch is now committed (commit-on-get) or was already (manual commits);
                     # the new cursor carries a batch that is not written yet, so nothing is owed a commit
@@ -113,17 +138,12 @@ class Tail:
                         self._gave_up = False
                         self.notice("output moving again: rejoined the group")
                     return messages
-            except TransientError as exc:
-                attempt += 1
-                if attempt == 1:
-                    self.notice(f"service unavailable, retrying until it answers: {exc.message}")
-                self.clock.sleep(backoff.delay(attempt, self._rng))
             except OcigroupError as exc:
-                if exc.status != 400:
+                if on_read_failure(exc) != "rejoin":
                     raise
                 self.notice("cursor refused (expired or from an earlier run): joining the group again")
                 with self.lock:
-                    self._join()
+                    self._join(patient=True)
                     self.uncommitted = False
 
     def _commit(self) -> None:

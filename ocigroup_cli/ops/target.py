@@ -10,8 +10,9 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from ocigroup_cli.client.streaming import StreamInfo, StreamingClient
+from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import Profile
+from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import ConfigError, OcigroupError
 from ocigroup_cli.ops import local
 from ocigroup_cli.paths import state_dir

@@ -38,9 +38,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ocigroup_cli.client.streaming import Message, Reservation, StreamInfo, StreamingClient
+from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import ManualClock, SystemClock
+from ocigroup_cli.core.models import Message, Reservation, StreamInfo
 from ocigroup_cli.errors import OcigroupError
 from tests.conftest import HYPOTHESIS_CASES, write_config
 from tests.core.assignment_oracle import check_sticky, check_valid

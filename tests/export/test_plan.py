@@ -7,7 +7,7 @@ import itertools
 import pytest
 from pyspark.sql.datasource import CaseInsensitiveDict
 
-from ocigroup_cli.client.streaming import Message
+from ocigroup_cli.core.models import Message
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import ExitCode, OcigroupError, TransientError, UsageError
 from ocigroup_cli.export.plan import PartitionRange, Plan, Slice, parse_partitions, slices_for, split
