@@ -12,7 +12,7 @@ from ocigroup_cli import console
 from ocigroup_cli.commands import cursor, emulator, export, inspect, profile, publish, reset, streams, tail
 from ocigroup_cli.commands.common import Globals
 from ocigroup_cli.core.clock import Clock, SystemClock
-from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone, UsageError
+from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone
 from ocigroup_cli.paths import state_dir
 
 app = typer.Typer(
@@ -67,8 +67,7 @@ def root(
     ] = False,
 ) -> None:
     """ocigroup — consumer-group operations for OCI Streaming."""
-    if output is not None and output not in console.FORMATS:
-        raise UsageError(f"--output must be table, json or yaml, not {output!r}.")
+    console.check_format(output)
     overrides: dict[str, tuple[object, str]] = {"endpoint": (endpoint, "--endpoint")}
     if stream is not None:
         key = "stream.id" if stream.startswith("ocid1.") else "stream.name"

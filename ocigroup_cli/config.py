@@ -16,15 +16,16 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from ocigroup_cli import yamlfile
+from ocigroup_cli.core.session import Rules, default_heartbeat_s
 from ocigroup_cli.errors import ConfigError
+from ocigroup_cli.localhost import local_url
 from ocigroup_cli.paths import config_path as default_config_path
 from ocigroup_cli.paths import state_dir
 
 LOCAL = "local"
-LOCAL_PORT = 18418  # the bundled emulator's port for the local profile; $OCIGROUP_LOCAL_PORT overrides it
 AUTH_METHODS = ("api_key", "oci_config", "security_token", "instance_principal", "resource_principal")
 EXPORT_FORMATS = ("parquet", "jsonl", "csv")
 CERT_BUNDLE_VARS = ("OCI_CLI_CERT_BUNDLE", "REQUESTS_CA_BUNDLE")
@@ -93,6 +94,7 @@ SCHEMA: dict[str, Key] = {
     "export.master": Key(str, "local[*]", "Spark master URL"),
 }
 SECTIONS = sorted({k.split(".")[0] for k in SCHEMA if "." in k})
+T = TypeVar("T")
 
 
 def env_name(key: str) -> str:
@@ -100,31 +102,116 @@ def env_name(key: str) -> str:
 
 
 @dataclass(frozen=True)
+class AuthSettings:
+    method: str
+    config_file: str
+    config_profile: str
+    key_file: str | None
+    fingerprint: str | None
+    tenancy: str | None
+    user: str | None
+    pass_phrase_env: str | None
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    id: str | None
+    name: str | None
+    compartment: str | None
+    partitions: int
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    name: str | None
+    instance: str
+    commit_on_get: bool
+    timeout_ms: int
+    heartbeat_ms: int | None
+    max_processing_s: float
+
+    def rules(self) -> Rules:
+        """The instance's liveness rules: heartbeat_ms, else a third of the timeout."""
+        timeout_s = self.timeout_ms / 1000
+        heartbeat_s = self.heartbeat_ms / 1000 if self.heartbeat_ms is not None else default_heartbeat_s(timeout_s)
+        return Rules(max(0.1, heartbeat_s), timeout_s, self.max_processing_s)
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    out: str | None
+    format: str
+    master: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of a resolved profile, typed: one attribute per SCHEMA key (`group.timeout_ms` is
+    `settings.group.timeout_ms`), so a mistyped key is a mypy error, not a KeyError at run time."""
+
+    region: str
+    endpoint: str | None
+    cert_bundle: str | None
+    deadline_s: float
+    auth: AuthSettings
+    stream: StreamSettings
+    group: GroupSettings
+    export: ExportSettings
+
+    @classmethod
+    def of(cls, v: Mapping[str, Any]) -> Settings:
+        return cls(
+            region=v["region"],
+            endpoint=v["endpoint"],
+            cert_bundle=v["cert_bundle"],
+            deadline_s=float(v["deadline_s"]),
+            auth=AuthSettings(
+                method=v["auth.method"],
+                config_file=v["auth.config_file"],
+                config_profile=v["auth.config_profile"],
+                key_file=v["auth.key_file"],
+                fingerprint=v["auth.fingerprint"],
+                tenancy=v["auth.tenancy"],
+                user=v["auth.user"],
+                pass_phrase_env=v["auth.pass_phrase_env"],
+            ),
+            stream=StreamSettings(v["stream.id"], v["stream.name"], v["stream.compartment"], v["stream.partitions"]),
+            group=GroupSettings(
+                name=v["group.name"],
+                instance=v["group.instance"],
+                commit_on_get=v["group.commit_on_get"],
+                timeout_ms=v["group.timeout_ms"],
+                heartbeat_ms=v["group.heartbeat_ms"],
+                max_processing_s=float(v["group.max_processing_s"]),
+            ),
+            export=ExportSettings(v["export.out"], v["export.format"], v["export.master"]),
+        )
+
+
+@dataclass(frozen=True)
 class Profile:
+    """A resolved profile: its typed settings, and where each value came from (`profile show`)."""
+
     name: str
-    values: dict[str, Any]
+    values: dict[str, Any]  # flat, by SCHEMA key: what `profile show` lists and what export ships to Spark
     sources: dict[str, str]
     local: bool = False
     file: Path | None = None
+    settings: Settings = field(init=False)
 
-    def get(self, key: str) -> Any:
-        return self.values[key]
-
-    @property
-    def heartbeat_ms(self) -> int:
-        hb = self.values["group.heartbeat_ms"]
-        return int(hb) if hb is not None else max(100, int(self.values["group.timeout_ms"]) // 3)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "settings", Settings.of(self.values))
 
     def instance_name(self, pid: int | None = None) -> str:
-        return str(self.values["group.instance"]).format(
+        return self.settings.group.instance.format(
             hostname=socket.gethostname(),
             pid=pid if pid is not None else os.getpid(),
             user=getpass.getuser(),
             random=secrets.token_hex(4),
         )
 
-    def require(self, key: str, flag: str) -> Any:
-        value = self.values[key]
+    def require(self, value: T | None, key: str, flag: str) -> T:
+        """`value` (the setting named `key`), or a ConfigError saying how to give it (`flag`)."""
         if value is None:
             raise ConfigError(
                 f"no {key} is set for profile {self.name!r}.",
@@ -133,18 +220,11 @@ class Profile:
         return value
 
 
-def local_port() -> int:
-    text = os.environ.get("OCIGROUP_LOCAL_PORT", str(LOCAL_PORT))
-    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 65535):
-        raise ConfigError(f"OCIGROUP_LOCAL_PORT must be a port number from 1 to 65535, got {text!r}.")
-    return int(text)
-
-
 def local_defaults() -> dict[str, Any]:
     """The built-in `local` profile: the bundled emulator, a key pair made on first use, stream `local`."""
     home = state_dir() / "local"
     return {
-        "endpoint": f"http://127.0.0.1:{local_port()}",
+        "endpoint": local_url(),
         "auth.method": "api_key",
         "auth.key_file": str(home / "key.pem"),
         "auth.tenancy": "ocid1.tenancy.oc1..localemulator",

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli.delivery import Delivery, writing
+from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -148,6 +149,13 @@ def data_line(text: str) -> None:
     STATUS.clear()
     encoding = "utf-8" if utf8_stdout() else sys.stdout.encoding
     Delivery.stdout().write((text + "\n").encode(encoding, "backslashreplace"))
+
+
+def check_format(requested: str | None) -> str | None:
+    """--output as given (None when not given); a UsageError for anything but table, json or yaml."""
+    if requested is not None and requested not in FORMATS:
+        raise UsageError(f"--output must be table, json or yaml, not {requested!r}.")
+    return requested
 
 
 def output_format(requested: str | None) -> str:

@@ -18,9 +18,10 @@ import yaml
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import resolve
-from ocigroup_cli.core.clock import SystemClock, real_sleep
+from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.ops import local
+from reliability import REAL
 from reliability.history import Exit, Fault, Recorder, RunInfo, Sample, SlowPipe
 from reliability.load import Observer, Publisher, snapshot
 from reliability.procs import TEMPLATE, Emulator, TailProcess, had_traceback
@@ -97,7 +98,7 @@ class Run:
             left = until - self.now()
             if left <= 0:
                 return
-            real_sleep(min(0.05, left))
+            REAL.sleep(min(0.05, left))
 
     def settle_restarts(self) -> None:
         while self.restarts:
@@ -112,7 +113,7 @@ class Run:
         slot = self.rng.choice(live)
         until = self.now() + patience
         while self.now() < until and self.now() - self.slots[slot].last_read > busy_within:
-            real_sleep(0.002)
+            REAL.sleep(0.002)
         return slot
 
     def victims(self) -> Iterator[tuple[int, TailProcess]]:
@@ -203,8 +204,8 @@ def drain_and_stop(run: Run) -> None:
     """Wait until every acknowledged value was written (or the deadline), then stop every instance cleanly."""
     deadline = run.now() + run.setting.drain_s
     while run.recorder.unconsumed() and run.now() < deadline:
-        real_sleep(0.1)
-    real_sleep(1.0)  # the instances' idle reads commit their last batches
+        REAL.sleep(0.1)
+    REAL.sleep(1.0)  # the instances' idle reads commit their last batches
     for proc in run.slots:
         proc.signal(signal.SIGTERM)
     for proc in run.slots:

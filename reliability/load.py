@@ -7,9 +7,9 @@ import threading
 from collections.abc import Callable
 
 from ocigroup_cli.client.streaming import StreamingClient
-from ocigroup_cli.core.clock import real_sleep
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import OcigroupError
+from reliability import REAL
 from reliability.history import Acked, Indeterminate, Recorder, Sample
 
 
@@ -63,7 +63,7 @@ class Publisher(threading.Thread):
             while seq < burst_end:
                 self._put([f"{self.run_id}:{i}" for i in range(seq, min(burst_end, seq + self.batch))])
                 seq = min(burst_end, seq + self.batch)
-            real_sleep(start + seq / self.rate - self.now())
+            REAL.sleep(start + seq / self.rate - self.now())
 
     def _put(self, values: list[str]) -> None:
         entries: list[tuple[bytes | None, bytes]] = [

@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ocigroup_cli.core.clock import Clock, real_sleep
+from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.ops import local
+from reliability import REAL
 from reliability.history import Delivered, Exit, Recorder
 
 TEMPLATE = "{partition} {offset} {value}"
@@ -129,7 +130,7 @@ class TailProcess:
             *lines, pending = (pending + chunk).split(b"\n")
             self.recorder.record(*(self._parse(t, line) for line in lines))
             if self.throttle_bps:
-                real_sleep(len(chunk) / self.throttle_bps)
+                REAL.sleep(len(chunk) / self.throttle_bps)
         if pending:
             self.recorder.record(self._parse(self.now(), pending))
 

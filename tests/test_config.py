@@ -33,21 +33,21 @@ def write(tmp_path, text):
 def test_file_env_flag_precedence_and_sources(tmp_path):
     path = write(tmp_path, GOOD)
     p = resolve(path, env={})
-    assert p.name == "prod" and p.get("group.name") == "billing" and p.get("group.timeout_ms") == 20000
+    assert p.name == "prod" and p.settings.group.name == "billing" and p.settings.group.timeout_ms == 20000
     assert p.sources["group.name"] == f"{path}:9"
-    assert p.heartbeat_ms == 20000 // 3
+    assert p.settings.group.rules().heartbeat_s == 20.0 / 3
     p = resolve(path, env={"OCIGROUP_GROUP_NAME": "from-env", "OCIGROUP_GROUP_TIMEOUT_MS": "45000"})
-    assert (p.get("group.name"), p.sources["group.name"]) == ("from-env", "env OCIGROUP_GROUP_NAME")
-    assert p.get("group.timeout_ms") == 45000
+    assert (p.settings.group.name, p.sources["group.name"]) == ("from-env", "env OCIGROUP_GROUP_NAME")
+    assert p.settings.group.timeout_ms == 45000
     p = resolve(path, overrides={"group.name": ("from-flag", "--group")}, env={"OCIGROUP_GROUP_NAME": "x"})
-    assert (p.get("group.name"), p.sources["group.name"]) == ("from-flag", "flag --group")
-    assert resolve(path, "other", env={}).get("group.name") == "audit"
-    assert resolve(path, env={"OCIGROUP_PROFILE": "other"}).get("group.name") == "audit"
+    assert (p.settings.group.name, p.sources["group.name"]) == ("from-flag", "flag --group")
+    assert resolve(path, "other", env={}).settings.group.name == "audit"
+    assert resolve(path, env={"OCIGROUP_PROFILE": "other"}).settings.group.name == "audit"
 
 
 def test_local_profile_is_built_in(tmp_path):
     p = resolve(None, "local", env={})
-    assert p.local and p.get("endpoint") == "http://127.0.0.1:18418"
+    assert p.local and p.settings.endpoint == "http://127.0.0.1:18418"
     assert p.sources["endpoint"] == "built-in local profile"
 
 

@@ -85,8 +85,8 @@ def _api_key(
 
 
 def _oci_config(profile: Profile) -> dict[str, str]:
-    path = Path(profile.get("auth.config_file")).expanduser()
-    section = profile.get("auth.config_profile")
+    path = Path(profile.settings.auth.config_file).expanduser()
+    section = profile.settings.auth.config_profile
     parser = configparser.ConfigParser(interpolation=None)
     try:
         with path.open(encoding="utf-8") as fh:
@@ -112,18 +112,18 @@ def _oci_config(profile: Profile) -> dict[str, str]:
 
 
 def credentials(profile: Profile) -> Credentials:
-    method = profile.get("auth.method")
-    region = profile.get("region")
+    method = profile.settings.auth.method
+    region = profile.settings.region
     warnings: list[str] = []
     if method == "api_key":
-        key_file = profile.require("auth.key_file", "auth.key_file in the profile")
-        pass_env = profile.get("auth.pass_phrase_env")
+        key_file = profile.require(profile.settings.auth.key_file, "auth.key_file", "auth.key_file in the profile")
+        pass_env = profile.settings.auth.pass_phrase_env
         signer: Signer = _api_key(
             key_file,
             os.environ.get(pass_env) if pass_env else None,
-            profile.require("auth.tenancy", "auth.tenancy in the profile"),
-            profile.require("auth.user", "auth.user in the profile"),
-            profile.get("auth.fingerprint"),
+            profile.require(profile.settings.auth.tenancy, "auth.tenancy", "auth.tenancy in the profile"),
+            profile.require(profile.settings.auth.user, "auth.user", "auth.user in the profile"),
+            profile.settings.auth.fingerprint,
             "auth.key_file",
             f"auth.pass_phrase_env names {pass_env}, which is unset or empty: export it"
             if pass_env
@@ -151,7 +151,7 @@ def credentials(profile: Profile) -> Credentials:
         import oci
 
         token_file = values.get("security_token_file")
-        section = f"auth.config_file {profile.get('auth.config_file')} [{profile.get('auth.config_profile')}]"
+        section = f"auth.config_file {profile.settings.auth.config_file} [{profile.settings.auth.config_profile}]"
         if not token_file:
             raise ConfigError(f"{section}: 'security_token_file' is missing.")
         try:

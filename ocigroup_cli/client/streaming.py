@@ -83,7 +83,7 @@ class StreamingClient:
 
     def _transport(self, endpoint: str) -> Transport:
         if endpoint not in self._transports:
-            context = tls.context(self.profile.get("cert_bundle")) if endpoint.startswith("https:") else None
+            context = tls.context(self.profile.settings.cert_bundle) if endpoint.startswith("https:") else None
             try:
                 self._transports[endpoint] = Transport(endpoint, self.creds.signer, context)
             except ValueError as exc:
@@ -96,10 +96,10 @@ class StreamingClient:
 
     @property
     def admin_url(self) -> str:
-        return str(self.profile.get("endpoint") or streaming_endpoint(self.creds.region))
+        return str(self.profile.settings.endpoint or streaming_endpoint(self.creds.region))
 
     def messages_url(self, stream: StreamInfo) -> str:
-        return str(self.profile.get("endpoint") or stream.messages_endpoint)
+        return str(self.profile.settings.endpoint or stream.messages_endpoint)
 
     def request(
         self,
@@ -118,7 +118,7 @@ class StreamingClient:
 
         `patient`: no deadline; transient failures are retried until the service answers, and the callback hears
         of the first one (a consumer waits an outage out: the one retry loop is this one)."""
-        deadline = backoff.Deadline(self.clock, math.inf if patient else float(self.profile.get("deadline_s")))
+        deadline = backoff.Deadline(self.clock, math.inf if patient else float(self.profile.settings.deadline_s))
         transport = self._transport(endpoint)
         ends = deadline.start + deadline.seconds
         self.waiting = Waiting(operation, 1, deadline.start, ends)

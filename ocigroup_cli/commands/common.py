@@ -1,4 +1,5 @@
-"""What every command shares: the global options, the active profile, a connected client and its stream."""
+"""What every command shares: the global options, the active profile, a session with the service, and the
+status line a person sees while a request is waited for."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.core.clock import Clock, SystemClock
-from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:  # imported inside the functions: `--help` must not pay for the client
-    from ocigroup_cli.client.streaming import StreamingClient
     from ocigroup_cli.config import Profile
-    from ocigroup_cli.core.models import StreamInfo
+    from ocigroup_cli.ops.session import Session
+
+WAIT_QUIET_S = 2.0  # a request answered sooner is not worth a line
 
 
 @dataclass
@@ -44,42 +45,35 @@ def load_profile(ctx: typer.Context, **overrides: tuple[Any, str]) -> Profile:
     return resolve(g.config, g.profile, {**g.overrides, **overrides})
 
 
-def client_for(ctx: typer.Context, profile: Profile) -> StreamingClient:
-    """A client for the profile (starting the local emulator when the profile is `local`)."""
-    from ocigroup_cli.client.streaming import StreamingClient
-    from ocigroup_cli.ops import local
+def session(ctx: typer.Context, profile: Profile) -> Session:
+    """The profile's session with the service (the local emulator started first for `local`), closed with the
+    command; its key-file warnings shown, and a status line while a request is waited for."""
+    from ocigroup_cli.ops.session import open_session
 
     g = globals_of(ctx)
-    if profile.local:
-        local.ensure_running(g.clock, console.notice)
-    client = StreamingClient(profile, g.clock, trace=console.notice if g.verbose else None)
-    ctx.call_on_close(client.close)
-    _show_waiting(ctx, client)
-    for warning in client.creds.warnings:
+    s = open_session(profile, g.clock, console.notice, trace=console.notice if g.verbose else None)
+    ctx.call_on_close(s.close)
+    for warning in s.warnings:
         console.warn(warning)
-    return client
+    _show_waiting(ctx, s, g.clock)
+    return s
 
 
-WAIT_QUIET_S = 2.0  # a request answered sooner is not worth a line
-
-
-def _show_waiting(ctx: typer.Context, client: StreamingClient) -> None:
+def _show_waiting(ctx: typer.Context, s: Session, clock: Clock) -> None:
     """On a terminal, one status line for a request waited on for 2 s: retries, and a silent endpoint too."""
     if not console.STATUS.enabled():
         return
     done = threading.Event()
 
     def watch() -> None:
-        while not done.wait(0.5):
-            waiting, now = client.waiting, client.clock.monotonic()
+        while not clock.wait(done, 0.5):
+            waiting, now = s.waiting, clock.monotonic()
             if waiting is None or now - waiting.since < WAIT_QUIET_S:
                 console.STATUS.clear(owner="waiting")
                 continue
             left = waiting.until - now
-            text = f"{waiting.operation}: " + (
-                "waiting for the service" if math.isinf(left) else f"{max(0.0, left):.0f} s left"
-            )
-            text += f", attempt {waiting.attempt}"
+            when = "until it answers" if math.isinf(left) else f"{max(0.0, left):.0f} s left"
+            text = f"{waiting.operation}: {when}, attempt {waiting.attempt}"
             cause = (waiting.cause or "").removeprefix(f"{waiting.operation} failed: ").removeprefix(waiting.operation)
             console.STATUS.show(f"{text}; the last one: {cause}" if cause else f"{text}, no answer yet", "waiting")
         console.STATUS.clear(owner="waiting")
@@ -93,22 +87,13 @@ def _show_waiting(ctx: typer.Context, client: StreamingClient) -> None:
     ctx.call_on_close(stop)
 
 
-def connect(ctx: typer.Context, profile: Profile) -> tuple[StreamingClient, StreamInfo]:
-    """A client for the profile and the stream it names."""
-    from ocigroup_cli.ops.target import forget, resolve_stream
-
-    client = client_for(ctx, profile)
-    client.on_stream_missing = lambda: forget(client, profile)
-    return client, resolve_stream(client, profile)
-
-
 OutputOption = Annotated[
     str | None, typer.Option("--output", "-o", help="table, json or yaml. [default: table on a TTY, else json]")
 ]
+GroupArgument = Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")]
+InstanceOption = Annotated[str | None, typer.Option(help="Instance name (default: the profile's template).")]
 
 
 def fmt(ctx: typer.Context, output: str | None = None) -> str:
-    chosen = output or globals_of(ctx).output
-    if chosen is not None and chosen not in console.FORMATS:
-        raise UsageError(f"--output must be table, json or yaml, not {chosen!r}.")
-    return console.output_format(chosen)
+    """The output format: the command's --output, else the global one, else table on a TTY and JSON when piped."""
+    return console.output_format(console.check_format(output or globals_of(ctx).output))

@@ -2,22 +2,43 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
+from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.core.models import CURSOR_TYPES, GROUP_CURSOR_TYPES
 from ocigroup_cli.core.timespec import parse_time_ms
-from ocigroup_cli.errors import NotFound, UsageError
-
-if TYPE_CHECKING:
-    from ocigroup_cli.client.streaming import StreamingClient
-    from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.errors import UsageError
 
 app = typer.Typer(help="Create group cursors and partition cursors.", no_args_is_help=True)
-GROUP_TYPES = ("TRIM_HORIZON", "LATEST", "AT_TIME")
-PARTITION_TYPES = (*GROUP_TYPES, "AT_OFFSET", "AFTER_OFFSET")
+BY_OFFSET = ("AT_OFFSET", "AFTER_OFFSET")
+
+
+def _kind_and_time(
+    type_: str | None, time: str | None, partition: int | None, offset: int | None, now_ms: int
+) -> tuple[str, int | None]:
+    """The cursor type and AT_TIME's time, once the flags are known to fit together."""
+    kind = (type_ or "TRIM_HORIZON").upper()
+    if kind not in CURSOR_TYPES:
+        raise UsageError(f"--type must be one of {', '.join(CURSOR_TYPES)}, not {type_!r}.")
+    if kind in BY_OFFSET and (partition is None or offset is None):
+        raise UsageError(f"--type {kind} needs --partition and --offset.")
+    if offset is not None and kind not in BY_OFFSET:
+        raise UsageError(f"--offset goes with --type AT_OFFSET or AFTER_OFFSET, not {kind}.")
+    if partition is None and kind not in GROUP_CURSOR_TYPES:
+        raise UsageError(f"--type {kind} needs --partition (group cursors take {', '.join(GROUP_CURSOR_TYPES)}).")
+    if kind != "AT_TIME":
+        if time is not None:  # silently ignoring it would start somewhere else
+            raise UsageError(f"--time goes with --type AT_TIME, not {kind}.")
+        return kind, None
+    if time is None:
+        raise UsageError("--type AT_TIME needs --time.")
+    try:
+        return kind, parse_time_ms(time, now_ms)
+    except ValueError as exc:
+        raise UsageError(f"--time: {exc}.") from None
 
 
 @app.command()
@@ -27,7 +48,7 @@ def create(
     group: Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")] = None,
     instance: Annotated[str | None, typer.Option(help="Instance name (default: the profile's template).")] = None,
     type_: Annotated[
-        str | None, typer.Option("--type", "-t", help=f"One of {', '.join(PARTITION_TYPES)}. [default: TRIM_HORIZON]")
+        str | None, typer.Option("--type", "-t", help=f"One of {', '.join(CURSOR_TYPES)}. [default: TRIM_HORIZON]")
     ] = None,
     time: Annotated[str | None, typer.Option(help="For AT_TIME: RFC 3339, date, epoch s/ms or a duration ago.")] = None,
     partition: Annotated[
@@ -43,24 +64,10 @@ def create(
 
     Example: CURSOR=$(ocigroup cursor create billing --instance worker-1 --type LATEST)
     """
-    kind = (type_ or "TRIM_HORIZON").upper()
-    if kind not in PARTITION_TYPES:
-        raise UsageError(f"--type must be one of {', '.join(PARTITION_TYPES)}, not {type_!r}.")
+    from ocigroup_cli.ops.cursor import group_cursor, partition_cursor
+
     g = globals_of(ctx)
-    when = None
-    if kind == "AT_TIME":
-        if time is None:
-            raise UsageError("--type AT_TIME needs --time.")
-        try:
-            when = parse_time_ms(time, g.clock.time_ms())
-        except ValueError as exc:
-            raise UsageError(f"--time: {exc}.") from None
-    if kind in ("AT_OFFSET", "AFTER_OFFSET") and (partition is None or offset is None):
-        raise UsageError(f"--type {kind} needs --partition and --offset.")
-    if time is not None and kind != "AT_TIME":  # silently ignoring it would start somewhere else
-        raise UsageError(f"--time goes with --type AT_TIME, not {kind}.")
-    if offset is not None and kind not in ("AT_OFFSET", "AFTER_OFFSET"):
-        raise UsageError(f"--offset goes with --type AT_OFFSET or AFTER_OFFSET, not {kind}.")
+    kind, when = _kind_and_time(type_, time, partition, offset, g.clock.time_ms())
     profile = load_profile(
         ctx,
         **{
@@ -70,42 +77,22 @@ def create(
             "group.timeout_ms": (timeout_ms, "--timeout-ms"),
         },
     )
-    client, stream = connect(ctx, profile)
+    s = session(ctx, profile)
+    data: dict[str, object]
     if partition is not None:
-        if partition >= stream.partitions:
-            raise UsageError(f"--partition {partition}: the stream has partitions 0 to {stream.partitions - 1}.")
-        value = client.create_cursor(stream, partition, kind, offset, when)
+        value = partition_cursor(s, partition, kind, offset, when)
         data = {"cursor": value, "partition": partition, "type": kind}
     else:
-        if kind not in GROUP_TYPES:
-            raise UsageError(f"--type {kind} needs --partition (group cursors take {', '.join(GROUP_TYPES)}).")
-        name = profile.require("group.name", "GROUP")
-        me = profile.instance_name()  # once: a {random} template must name the instance that joined
-        existed = _group_exists(client, stream, name)
-        if existed and type_ is not None:
+        name = profile.require(profile.settings.group.name, "group.name", "GROUP")
+        made = group_cursor(s, name, profile.instance_name(), kind, when)  # one name: {random} names who joined
+        if made.existed and type_ is not None:
             console.warn(
                 f"group {name!r} already exists: --type is ignored and its committed offsets are used. "
                 "To move the group, use 'ocigroup reset'."
             )
-        value = client.create_group_cursor(
-            stream,
-            name,
-            me,
-            kind,
-            when,
-            bool(profile.get("group.commit_on_get")),
-            int(profile.get("group.timeout_ms")),
-        )
-        data = {"cursor": value, "group": name, "instance": me, "type": kind}
+        value = made.cursor
+        data = {"cursor": value, "group": name, "instance": made.instance, "type": kind}
     if (output or g.output) is None and console.output_format(None) != "table":
         console.data_line(value)
     else:
         console.emit(data, fmt(ctx, output), lambda: console.table(["FIELD", "VALUE"], list(data.items())))
-
-
-def _group_exists(client: StreamingClient, stream: StreamInfo, name: str) -> bool:
-    try:
-        client.get_group(stream, name)
-        return True
-    except NotFound:
-        return False

@@ -7,116 +7,150 @@ import signal
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption
 from ocigroup_cli.errors import UsageError
+from ocigroup_cli.localhost import LOCAL_PORT, local_url
 from ocigroup_cli.paths import state_dir
+
+if TYPE_CHECKING:
+    from ocigroup_cli.emulator.faults import FaultPlan
+    from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
 
 app = typer.Typer(help="Run the bundled local OCI Streaming emulator.", no_args_is_help=True)
 
-DEFAULT_PORT = 18418
+Host = Annotated[str, typer.Option(help="Address to bind. Anything but loopback is exposed to the network.")]
+Port = Annotated[int, typer.Option(help="TCP port (0 picks a free one).", min=0, max=65535)]
+Data = Annotated[str | None, typer.Option(help="SQLite file for durable state, or :memory:. [default: state dir]")]
+TrustedKeys = Annotated[
+    list[Path] | None,
+    typer.Option("--trusted-key", help="Public (or private) PEM of an API key to accept; repeatable."),
+]
+NoAuth = Annotated[bool, typer.Option("--no-auth", help="Accept unsigned requests (no verification).")]
+Dense = Annotated[bool, typer.Option(help="Give offsets with no gaps (the service leaves gaps).")]
+RateLimits = Annotated[
+    bool, typer.Option(help="Enforce OCI's 5 GET/s per group per partition and 1 MB/s writes (429).")
+]
+Faults = Annotated[str, typer.Option(help="Inject faults, e.g. '429=0.05,503=0.02,drop=0.01,drop-after=0.01'.")]
+Latency = Annotated[float, typer.Option(help="Add this much latency to every request.", min=0)]
+Seed = Annotated[int, typer.Option(help="Seed for fault injection.")]
+TestMode = Annotated[bool, typer.Option(help="Manual clock and admin endpoints (/_emulator/clock, /_emulator/reset).")]
+Fsync = Annotated[bool, typer.Option(help="fsync every commit (survives power loss, not only kill -9).")]
+TlsCert = Annotated[Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (chain); needs --tls-key.")]
+TlsKey = Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log every request to stderr.")]
 
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Address to bind. Anything but loopback is exposed to the network.")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).", min=0, max=65535)] = DEFAULT_PORT,
-    data: Annotated[
-        str | None, typer.Option(help="SQLite file for durable state, or :memory:. [default: state dir]")
-    ] = None,
-    trusted_key: Annotated[
-        list[Path] | None,
-        typer.Option("--trusted-key", help="Public (or private) PEM of an API key to accept; repeatable."),
-    ] = None,
-    no_auth: Annotated[bool, typer.Option("--no-auth", help="Accept unsigned requests (no verification).")] = False,
-    dense_offsets: Annotated[bool, typer.Option(help="Give offsets with no gaps (the service leaves gaps).")] = False,
-    rate_limits: Annotated[
-        bool, typer.Option(help="Enforce OCI's 5 GET/s per group per partition and 1 MB/s writes (429).")
-    ] = False,
-    faults: Annotated[
-        str, typer.Option(help="Inject faults, e.g. '429=0.05,503=0.02,drop=0.01,drop-after=0.01'.")
-    ] = "",
-    latency_ms: Annotated[float, typer.Option(help="Add this much latency to every request.", min=0)] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed for fault injection.")] = 0,
-    test_mode: Annotated[
-        bool, typer.Option(help="Manual clock and admin endpoints (/_emulator/clock, /_emulator/reset).")
-    ] = False,
-    fsync: Annotated[bool, typer.Option(help="fsync every commit (survives power loss, not only kill -9).")] = False,
-    tls_cert: Annotated[
-        Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (chain); needs --tls-key.")
-    ] = None,
-    tls_key: Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request to stderr.")] = False,
+    host: Host = "127.0.0.1",
+    port: Port = LOCAL_PORT,
+    data: Data = None,
+    trusted_key: TrustedKeys = None,
+    no_auth: NoAuth = False,
+    dense_offsets: Dense = False,
+    rate_limits: RateLimits = False,
+    faults: Faults = "",
+    latency_ms: Latency = 0.0,
+    seed: Seed = 0,
+    test_mode: TestMode = False,
+    fsync: Fsync = False,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
+    verbose: Verbose = False,
 ) -> None:
     """Serve the OCI Streaming API under /20180418 until interrupted.
 
     Example: ocigroup emulator serve --port 18418 --trusted-key ~/.oci/oci_api_key_public.pem
     """
-    from ocigroup_cli.core.clock import ManualClock, SystemClock
     from ocigroup_cli.emulator.backend import Options
-    from ocigroup_cli.emulator.faults import FaultPlan, parse_rates
-    from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig, tls_context
+    from ocigroup_cli.emulator.server import ServerConfig
 
-    if (tls_cert is None) != (tls_key is None):
-        raise UsageError("--tls-cert and --tls-key go together.")
-    if tls_cert is not None:
-        try:
-            tls_context(str(tls_cert), str(tls_key))
-        except ValueError as exc:
-            raise UsageError(f"--tls-cert/--tls-key: {exc}.") from None
-    keys = []
-    for path in trusted_key or []:
-        try:
-            keys.append(path.read_bytes())
-        except OSError as exc:
-            raise UsageError(f"--trusted-key {path}: cannot read it ({exc.strerror}).") from None
-    try:
-        plan = FaultPlan(**parse_rates(faults), latency_ms=latency_ms, seed=seed)
-    except ValueError as exc:
-        raise UsageError(f"--faults: {exc}.") from None
-    if data is None:
-        data = str(state_dir() / "emulator.db")
+    _check_tls(tls_cert, tls_key)
+    keys = _read_keys(trusted_key or [])
     config = ServerConfig(
         host=host,
         port=port,
-        data=data,
+        data=data or str(state_dir() / "emulator.db"),
         auth=not no_auth,
-        trusted_keys=tuple(keys),
+        trusted_keys=keys,
         options=Options(dense_offsets=dense_offsets, rate_limits=rate_limits),
-        faults=plan,
+        faults=_fault_plan(faults, latency_ms, seed),
         test_mode=test_mode,
         fsync=fsync,
         tls_cert=None if tls_cert is None else str(tls_cert),
         tls_key=None if tls_key is None else str(tls_key),
     )
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(message)s")
-    clock = ManualClock(SystemClock().time_ms()) if test_mode else SystemClock()
+    _serve_until_stopped(config)
+
+
+def _check_tls(cert: Path | None, key: Path | None) -> None:
+    from ocigroup_cli.emulator.server import tls_context
+
+    if (cert is None) != (key is None):
+        raise UsageError("--tls-cert and --tls-key go together.")
+    if cert is not None:
+        try:
+            tls_context(str(cert), str(key))
+        except ValueError as exc:
+            raise UsageError(f"--tls-cert/--tls-key: {exc}.") from None
+
+
+def _read_keys(paths: list[Path]) -> tuple[bytes, ...]:
+    keys = []
+    for path in paths:
+        try:
+            keys.append(path.read_bytes())
+        except OSError as exc:
+            raise UsageError(f"--trusted-key {path}: cannot read it ({exc.strerror}).") from None
+    return tuple(keys)
+
+
+def _fault_plan(faults: str, latency_ms: float, seed: int) -> FaultPlan:
+    from ocigroup_cli.emulator.faults import FaultPlan, parse_rates
+
     try:
-        server = EmulatorServer(config, clock)
+        return FaultPlan(**parse_rates(faults), latency_ms=latency_ms, seed=seed)
+    except ValueError as exc:
+        raise UsageError(f"--faults: {exc}.") from None
+
+
+def _bind(config: ServerConfig) -> EmulatorServer:
+    from ocigroup_cli.core.clock import ManualClock, SystemClock
+    from ocigroup_cli.emulator.server import EmulatorServer
+
+    clock = ManualClock(SystemClock().time_ms()) if config.test_mode else SystemClock()
+    try:
+        return EmulatorServer(config, clock)
     except ValueError as exc:
         raise UsageError(f"--trusted-key: not a usable RSA key PEM ({exc}).") from None
     except sqlite3.Error as exc:
-        raise UsageError(f"--data {data}: not a usable emulator database ({exc}).") from None
+        raise UsageError(f"--data {config.data}: not a usable emulator database ({exc}).") from None
     except OSError as exc:
         if exc.filename is not None:  # the data file, not the socket
-            raise UsageError(f"--data {data}: cannot open it ({exc.strerror}).") from None
+            raise UsageError(f"--data {config.data}: cannot open it ({exc.strerror}).") from None
         raise UsageError(
-            f"cannot listen on {host}:{port}: {exc.strerror}.", "check --host, or pick another --port"
+            f"cannot listen on {config.host}:{config.port}: {exc.strerror}.", "check --host, or pick another --port"
         ) from None
+
+
+def _serve_until_stopped(config: ServerConfig) -> None:
+    from ocigroup_cli.core.clock import SystemClock
+
+    server = _bind(config)
+    auth = f"on, {len(config.trusted_keys)} trusted key(s)" if config.auth else "off"
     console.notice(
-        f"ocigroup emulator listening on {server.url} (data: {data}; auth: "
-        f"{'off' if no_auth else f'on, {len(keys)} trusted key(s)'}). This is a local emulator of OCI Streaming: "
-        "its behaviour may differ from the service (see README, 'Emulator')."
+        f"ocigroup emulator listening on {server.url} (data: {config.data}; auth: {auth}). This is a local emulator "
+        "of OCI Streaming: its behaviour may differ from the service (see README, 'Emulator')."
     )
     if not server.loopback:
-        console.warn(f"bound to {host}, not loopback: anyone who can reach this address can use the emulator.")
-    if not no_auth and not keys:
+        console.warn(f"bound to {config.host}, not loopback: anyone who can reach this address can use the emulator.")
+    if config.auth and not config.trusted_keys:
         console.warn("no --trusted-key given: every signed request will be refused (401). Use --no-auth to disable.")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -124,14 +158,14 @@ def serve(
     server.start()
     # with a timeout: Python runs a signal's handler in the main thread only when that thread wakes up, and the
     # kernel may deliver SIGTERM to a server thread, which would leave an untimed wait() asleep for good
-    while not stop.wait(0.2):
+    while not SystemClock().wait(stop, 0.2):
         pass
     server.stop()
     console.notice("ocigroup emulator stopped.")
 
 
 LocalPort = Annotated[
-    int | None, typer.Option(help="TCP port. [default: 18418, or $OCIGROUP_LOCAL_PORT]", min=1, max=65535)
+    int | None, typer.Option(help=f"TCP port. [default: {LOCAL_PORT}, or $OCIGROUP_LOCAL_PORT]", min=1, max=65535)
 ]
 
 
@@ -154,7 +188,7 @@ def stop(ctx: typer.Context, port: LocalPort = None) -> None:
 
     stopped = local.stop(globals_of(ctx).clock, port)
     if stopped is None:
-        console.notice(f"no emulator was running on {local.url(port)}.")
+        console.notice(f"no emulator was running on {local_url(port)}.")
     else:
         console.notice(f"local emulator stopped (pid {stopped.pid}, data {stopped.data}).")
 

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
+from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import OcigroupError, UsageError
 
 if TYPE_CHECKING:  # imported inside the command: `--help` must not pay for the export modules
+    from ocigroup_cli.config import Profile
+    from ocigroup_cli.export.job import Target
     from ocigroup_cli.export.resolve import Request
 
 app = typer.Typer(
@@ -61,7 +63,7 @@ def _request(
 
 
 @contextmanager
-def _progress(spark: Any, slices: int) -> Iterator[None]:
+def _progress(clock: Clock, spark: Any, slices: int) -> Iterator[None]:
     """A progress bar (rows, slices done) while Spark works, on a terminal only."""
     if not console.err().is_terminal:
         yield
@@ -83,7 +85,7 @@ def _progress(spark: Any, slices: int) -> Iterator[None]:
         task = bar.add_task("export", total=slices, rows=0)
 
         def poll() -> None:
-            while not stop.wait(0.25):
+            while not clock.wait(stop, 0.25):
                 done, rows = progress(spark)
                 bar.update(task, completed=done, rows=rows)
 
@@ -105,32 +107,39 @@ def _summary(doc: dict[str, Any]) -> object:
     return console.table(["PARTITION", "FIRST", "LAST", "ROWS", "GAPS", "TRUNCATED"], rows, title=title)
 
 
+Partitions = Annotated[str | None, typer.Option(help="Partitions: 3, 1,4 or 0-3.")]
+FromOffset = Annotated[int | None, typer.Option(help="First offset (inclusive).", min=0)]
+ToOffset = Annotated[
+    int | None, typer.Option(help="Last offset (inclusive). [default: the end when the export starts]", min=0)
+]
+FromTime = Annotated[str | None, typer.Option(help="From this time (RFC 3339, date, epoch, 2h ago).")]
+ToTime = Annotated[str | None, typer.Option(help="Up to this time (inclusive). [default: when the export starts]")]
+Out = Annotated[str | None, typer.Option(help="Directory to create (it must not exist). [profile: export.out]")]
+Format = Annotated[str | None, typer.Option("--format", help="parquet, jsonl or csv. [profile: export.format]")]
+Master = Annotated[
+    str | None, typer.Option(help="Spark master: local[*], local[N] or a cluster URL. [profile: export.master]")
+]
+Split = Annotated[int, typer.Option(help="Cut each partition's range into N parallel slices.")]
+AllowTruncated = Annotated[
+    bool, typer.Option("--allow-truncated", help="Export what is left when the start has left retention.")
+]
+DriverMemory = Annotated[str, typer.Option(help="Spark driver memory.")]
+
+
 @app.callback(invoke_without_command=True)
 def export(
     ctx: typer.Context,
-    partition: Annotated[str | None, typer.Option(help="Partitions: 3, 1,4 or 0-3.")] = None,
-    from_offset: Annotated[int | None, typer.Option(help="First offset (inclusive).", min=0)] = None,
-    to_offset: Annotated[
-        int | None, typer.Option(help="Last offset (inclusive). [default: the end when the export starts]", min=0)
-    ] = None,
-    from_time: Annotated[str | None, typer.Option(help="From this time (RFC 3339, date, epoch, 2h ago).")] = None,
-    to_time: Annotated[
-        str | None, typer.Option(help="Up to this time (inclusive). [default: when the export starts]")
-    ] = None,
-    out: Annotated[
-        str | None, typer.Option(help="Directory to create (it must not exist). [profile: export.out]")
-    ] = None,
-    format: Annotated[
-        str | None, typer.Option("--format", help="parquet, jsonl or csv. [profile: export.format]")
-    ] = None,
-    master: Annotated[
-        str | None, typer.Option(help="Spark master: local[*], local[N] or a cluster URL. [profile: export.master]")
-    ] = None,
-    split: Annotated[int, typer.Option(help="Cut each partition's range into N parallel slices.")] = 1,
-    allow_truncated: Annotated[
-        bool, typer.Option("--allow-truncated", help="Export what is left when the start has left retention.")
-    ] = False,
-    driver_memory: Annotated[str, typer.Option(help="Spark driver memory.")] = "2g",
+    partition: Partitions = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
+    from_time: FromTime = None,
+    to_time: ToTime = None,
+    out: Out = None,
+    format: Format = None,
+    master: Master = None,
+    split: Split = 1,
+    allow_truncated: AllowTruncated = False,
+    driver_memory: DriverMemory = "2g",
     output: OutputOption = None,
 ) -> None:
     """Export a partition range, exactly, to files with a manifest (stats, SHA-256s, content digest).
@@ -140,8 +149,7 @@ def export(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from ocigroup_cli.export import job, spark
-    from ocigroup_cli.export.resolve import make_plan
+    from ocigroup_cli.export.session import run
 
     g = globals_of(ctx)
     now = g.clock.time_ms()
@@ -152,43 +160,42 @@ def export(
     )
     if partition is None:
         raise UsageError("--partition is required (e.g. --partition 3, 0-3).")
-    target = job.Target(
-        Path(profile.require("export.out", "--out")).expanduser(),
-        profile.get("export.format"),
-        profile.get("export.master"),
+    target = _target(profile)
+    s = session(ctx, profile)
+    req = _request(partition, s.stream.partitions, (from_offset, to_offset), times, split, allow_truncated)
+    outcome = run(
+        s.client,
+        s.stream,
+        req,
+        target,
+        clock=g.clock,
+        profile_name=profile.name,
+        lent=g.spark,
+        driver_memory=driver_memory,
+        phase=_Phases(g.clock, g.verbose).done,
+        watch=lambda spark_session, slices: _progress(g.clock, spark_session, slices),
     )
-    target.check()
-    spark.check_master(target.master)
-    client, stream = connect(ctx, profile)
-    req = _request(partition, stream.partitions, (from_offset, to_offset), times, split, allow_truncated)
-    timer = _Phases(g.clock, g.verbose)
-    the_plan = make_plan(client, stream, req, g.clock.time_ms())
-    timer.done(f"planned {len(the_plan.slices)} slice(s)")
-    log = spark.log_path()
-    cache = spark.class_cache(g.clock.time_ms()) if the_plan.slices and g.spark is None else None
-    session = None
-    if the_plan.slices:
-        session = g.spark or spark.start(target.master, log, driver_memory, class_cache=cache)
-    timer.done(f"Spark {target.master} ready (logs: {log})")
-    meta = spark.meta(session, target.master, profile.name)
-    done = False
-    try:
-        with _progress(session, len(the_plan.slices)) if session else nullcontext():
-            doc = job.run(session, the_plan, target, meta, g.clock, log)
-        timer.done("read, written, hashed and published")
-        done = True
-    finally:
-        if session is not None and g.spark is None:
-            session.stop()
-            if cache is not None and not done:
-                cache.abandon(spark.jvm_process())
+    doc = outcome.manifest
     console.emit(doc, fmt(ctx, output), lambda: _summary(doc))
     console.notice(
         f"exported {doc['rows']:,} rows to {target.out}; check it any time with: ocigroup export verify {target.out}"
     )
-    if cache is not None and cache.recording is not None:
+    if outcome.cache is not None and outcome.cache.recording is not None:
         console.notice("saving Spark's class archive, so that later exports start sooner (first export only)")
-        cache.finish(spark.jvm_process())
+        outcome.finish()
+
+
+def _target(profile: Profile) -> Target:
+    """Where and how to write, from --out/--format/--master or the profile, checked before Spark starts."""
+    from ocigroup_cli.export import job, spark
+
+    settings = profile.settings.export
+    target = job.Target(
+        Path(profile.require(settings.out, "export.out", "--out")).expanduser(), settings.format, settings.master
+    )
+    target.check()
+    spark.check_master(target.master)
+    return target
 
 
 class _Phases:

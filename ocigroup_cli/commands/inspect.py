@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
+from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
 from ocigroup_cli.core.balance import moves
 from ocigroup_cli.core.timespec import parse_duration_ms
 from ocigroup_cli.errors import ThresholdExceeded, UsageError
@@ -83,13 +83,13 @@ def inspect(
 
     g = globals_of(ctx)
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
-    name = profile.require("group.name", "GROUP")
-    client, stream = connect(ctx, profile)
+    name = profile.require(profile.settings.group.name, "group.name", "GROUP")
+    s = session(ctx, profile)
     out = fmt(ctx, output)
     previous: dict[int, str | None] | None = None
     shown = 0
     while True:
-        view = describe(client, stream, name, g.clock.time_ms(), lag_cap)
+        view = describe(s.client, s.stream, name, g.clock.time_ms(), lag_cap)
         if previous is not None:
             for p, old, new in moves(previous, view.owners()):
                 console.notice(f"partition {p}: {old or '-'} → {new or '-'}")

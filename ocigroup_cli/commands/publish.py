@@ -11,13 +11,9 @@ from typing import Annotated
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, connect, fmt, load_profile
-from ocigroup_cli.core.limits import MAX_KEY_BYTES, MAX_REQUEST_BYTES, MAX_VALUE_BYTES
+from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session
 from ocigroup_cli.delivery import Delivery
 from ocigroup_cli.errors import OcigroupError, OutputFailed, UsageError
-
-BATCH_BYTES = 900_000  # stay under the 1 MiB request limit
-
 
 ENCODINGS = ("utf8", "base64", "hex")
 
@@ -32,19 +28,6 @@ def _decode(text: str, encoding: str, what: str) -> bytes:
     except (binascii.Error, ValueError):
         raise UsageError(f"{what}: not valid {encoding} ({text[:40]!r}); nothing was published.") from None
     return text.encode("utf-8", errors="surrogateescape")  # argument bytes that are not UTF-8 pass through as-is
-
-
-def _check_size(n: int, key: bytes | None, value: bytes) -> None:
-    """The service refuses these; refusing before any batch is stored keeps a publish all or nothing here."""
-    for what, size, limit in (
-        ("its key is", len(key or b""), MAX_KEY_BYTES),
-        ("its value is", len(value), MAX_VALUE_BYTES),
-        ("its key and value are", len(key or b"") + len(value), MAX_REQUEST_BYTES),  # one request's limit
-    ):
-        if size > limit:
-            raise UsageError(
-                f"message {n}: {what} {size} bytes; the service accepts at most {limit}. Nothing was published."
-            )
 
 
 def _stdin_lines() -> list[str]:
@@ -92,7 +75,6 @@ def _read(
             out.append(_json_line(n, line, encoding))
         else:
             out.append((the_key, _decode(line, encoding, f"message {n}")))
-        _check_size(n, *out[-1])
     return out
 
 
@@ -116,21 +98,16 @@ def publish(
     """
     if encoding not in ENCODINGS:
         raise UsageError(f"--encoding must be one of {', '.join(ENCODINGS)}, not {encoding!r}.")
+    from ocigroup_cli.ops.publish import check
+    from ocigroup_cli.ops.publish import publish as put_all
+
     messages = _read(values, key, json_lines, encoding)
     if not messages:
         raise UsageError("nothing to publish: give values as arguments or on stdin.")
+    check(messages)
     Delivery.stdout()  # a closed stdout fails here, before anything is published, not after
-    client, stream = connect(ctx, load_profile(ctx))
-    results = []
-    batch: list[tuple[bytes | None, bytes]] = []
-    size = 0
-    for k, v in messages:
-        if batch and size + len(v) + len(k or b"") > BATCH_BYTES:
-            results += client.put(stream, batch)
-            batch, size = [], 0
-        batch.append((k, v))
-        size += len(v) + len(k or b"")
-    results += client.put(stream, batch)
+    s = session(ctx, load_profile(ctx))
+    results = put_all(s.client, s.stream, messages)
     failed = [r for r in results if r.error]
     data = [{"partition": r.partition, "offset": r.offset, "error": r.error} for r in results]
     try:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, connect, fmt, globals_of, load_profile
-from ocigroup_cli.core.timespec import parse_duration_ms, parse_time_ms
+from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.core.timespec import Position, parse_duration_ms, parse_position
 from ocigroup_cli.errors import OcigroupError, UsageError
 
 if TYPE_CHECKING:
-    from ocigroup_cli.ops.reset import Plan, Target
+    from ocigroup_cli.ops.reset import Plan
 
 COLUMNS = ["PARTITION", "INSTANCE", "COMMITTED", "RESUMES-AT", "WILL-RESUME-AT", "REPLAY", "SKIP"]
 
@@ -37,20 +37,14 @@ def _table(p: Plan) -> object:
     return console.table(COLUMNS, rows, title=f"reset of group {p.group} on {p.stream} to {p.target.describe()}")
 
 
-def _target(to: str | None, by_duration: str | None, now_ms: int) -> Target:
-    from ocigroup_cli.ops.reset import Target
-
+def _target(to: str | None, by_duration: str | None, now_ms: int) -> Position:
     if (to is None) == (by_duration is None):
         raise UsageError("give exactly one of --to earliest|latest|TIME or --by-duration D.")
     try:
         if by_duration is not None:
-            return Target("AT_TIME", now_ms - parse_duration_ms(by_duration))
+            return Position("AT_TIME", now_ms - parse_duration_ms(by_duration))
         assert to is not None
-        if to.lower() in ("earliest", "trim_horizon"):
-            return Target("TRIM_HORIZON")
-        if to.lower() in ("latest", "end"):
-            return Target("LATEST")
-        return Target("AT_TIME", parse_time_ms(to, now_ms))
+        return parse_position(to, now_ms)
     except ValueError as exc:
         raise UsageError(f"{exc}.") from None
 
@@ -82,9 +76,9 @@ def reset(
     g = globals_of(ctx)
     target = _target(to, by_duration, g.clock.time_ms())
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
-    name = profile.require("group.name", "GROUP")
-    client, stream = connect(ctx, profile)
-    the_plan = plan(client, stream, name, target, g.clock.time_ms())
+    name = profile.require(profile.settings.group.name, "group.name", "GROUP")
+    s = session(ctx, profile)
+    the_plan = plan(s.client, s.stream, name, target, g.clock.time_ms())
     out = fmt(ctx, output)
     if not execute:
         console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
@@ -102,7 +96,7 @@ def reset(
         console.out().print(_table(the_plan))
         if not typer.confirm(f"Reset group {name!r} to {target.describe()}?", default=False):
             raise OcigroupError("reset cancelled; nothing changed.")
-    record = apply(client, stream, the_plan, g.clock.time_ms())
+    record = apply(s.client, s.stream, the_plan, g.clock.time_ms())
     rows = [[r["partition"], r["committed_before"], r["committed_after"]] for r in record["result"]]
     console.emit(record, out, lambda: console.table(["PARTITION", "BEFORE", "AFTER"], rows, title="reset applied"))
     console.notice(f"reset applied; record written to {record['record_file']}")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, client_for, connect, fmt, load_profile
+from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session
 
 app = typer.Typer(help="List, show and create streams.", no_args_is_help=True)
 COLUMNS = ["NAME", "ID", "PARTITIONS", "STATE", "CREATED"]
@@ -21,9 +21,9 @@ def _emit_one(ctx: typer.Context, data: dict[str, Any], output: str | None) -> N
 @app.command("list")
 def list_(ctx: typer.Context, output: OutputOption = None) -> None:
     """List the streams of the profile's compartment."""
-    profile = load_profile(ctx)
-    compartment = profile.require("stream.compartment", "stream.compartment in the profile")
-    data = [asdict(s) for s in client_for(ctx, profile).list_streams(compartment)]
+    from ocigroup_cli.ops.streams import list_streams
+
+    data = [asdict(s) for s in list_streams(session(ctx, load_profile(ctx)))]
     rows = [[s["name"], s["id"], s["partitions"], s["state"], s["time_created"]] for s in data]
     console.emit(data, fmt(ctx, output), lambda: console.table(COLUMNS, rows))
 
@@ -31,8 +31,7 @@ def list_(ctx: typer.Context, output: OutputOption = None) -> None:
 @app.command()
 def show(ctx: typer.Context, output: OutputOption = None) -> None:
     """Show the profile's stream (partitions, retention, messages endpoint)."""
-    _, stream = connect(ctx, load_profile(ctx))
-    _emit_one(ctx, asdict(stream), output)
+    _emit_one(ctx, asdict(session(ctx, load_profile(ctx)).stream), output)
 
 
 @app.command()
@@ -44,7 +43,7 @@ def create(
     retention_hours: Annotated[int, typer.Option(help="Retention, 24-168 hours.", min=24, max=168)] = 24,
 ) -> None:
     """Create a stream in the profile's compartment."""
-    profile = load_profile(ctx)
-    compartment = profile.require("stream.compartment", "stream.compartment in the profile")
-    stream = client_for(ctx, profile).create_stream(name, partitions, compartment, retention_hours)
-    _emit_one(ctx, asdict(stream), output)
+    from ocigroup_cli.ops.streams import create_stream
+
+    created = create_stream(session(ctx, load_profile(ctx)), name, partitions, retention_hours)
+    _emit_one(ctx, asdict(created), output)

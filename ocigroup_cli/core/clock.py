@@ -1,6 +1,8 @@
 """The only module allowed to read the wall clock or sleep; everything else receives a Clock.
 
-`SystemClock` is the real one; `ManualClock` is moved by hand in tests and in the emulator's test mode.
+`SystemClock` is the real one; `ManualClock` is moved by hand in tests and in the emulator's test mode. Every
+wait goes through a clock, a thread's `wait(event, seconds)` included, so that time-based behaviour (heartbeats,
+stalls, deadlines) is tested by moving a ManualClock, without real sleeps.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ class Clock(Protocol):
     def sleep(self, seconds: float) -> None:
         """Wait `seconds` of this clock's time."""
 
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Wait until `event` is set or `seconds` of this clock's time passed; return whether it is set."""
+
 
 class SystemClock:
     def time_ms(self) -> int:
@@ -32,40 +37,60 @@ class SystemClock:
         if seconds > 0:
             time.sleep(seconds)
 
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return event.wait(max(0.0, seconds))
+
 
 class ManualClock:
-    """A clock that only moves when told to; `sleep` advances it instead of blocking."""
+    """A clock that only moves when told to. `sleep` advances it instead of blocking.
+
+    Threads that `wait` on it wake when someone moves the clock past their deadline, and moving it returns only
+    once every thread woken that way has done its work and is waiting again (or has ended): a test that moves
+    the clock in steps sees a heartbeat thread act at each step, in order, as it would in real time.
+    """
+
+    SETTLE_S = 5.0  # real seconds a move waits for woken threads at most (a thread stuck elsewhere)
 
     def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
         self._ms = start_ms
-        self._lock = threading.Lock()
+        self._cond = threading.Condition(threading.RLock())
+        self._waiting: dict[threading.Thread, int] = {}  # thread -> deadline (ms)
 
     def time_ms(self) -> int:
-        with self._lock:
+        with self._cond:
             return self._ms
 
     def monotonic(self) -> float:
-        with self._lock:
+        with self._cond:
             return self._ms / 1000.0
 
     def sleep(self, seconds: float) -> None:
         self.advance_ms(max(0, round(seconds * 1000)))
 
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        me = threading.current_thread()
+        with self._cond:
+            deadline = self._ms + max(1, round(seconds * 1000))
+            self._waiting[me] = deadline
+            self._cond.notify_all()  # a move in progress may be waiting for this thread to come back
+            try:
+                while not event.is_set() and self._ms < deadline:
+                    self._cond.wait(0.01)  # an Event cannot notify this condition: look at it often
+            finally:
+                del self._waiting[me]
+            return event.is_set()
+
     def advance_ms(self, ms: int) -> None:
-        with self._lock:
+        with self._cond:
             self._ms += ms
+            due = [t for t, deadline in self._waiting.items() if deadline <= self._ms]
+            self._cond.notify_all()
+            settle_until = time.monotonic() + self.SETTLE_S
+            while due and time.monotonic() < settle_until:
+                due = [t for t in due if t.is_alive() and self._waiting.get(t, self._ms) <= self._ms]
+                if due:
+                    self._cond.wait(0.01)
 
     def set_ms(self, ms: int) -> None:
-        with self._lock:
+        with self._cond:
             self._ms = ms
-
-
-def real_sleep(seconds: float) -> None:
-    """Block for real time regardless of any injected clock (injected network latency, backoff in tools)."""
-    if seconds > 0:
-        time.sleep(seconds)
-
-
-def perf_counter() -> float:
-    """High-resolution real time for measurements (benchmarks, status lines)."""
-    return time.perf_counter()

@@ -12,6 +12,9 @@ from typing import NamedTuple
 
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 
+GROUP_CURSOR_TYPES = ("TRIM_HORIZON", "LATEST", "AT_TIME")  # also UpdateGroup's
+CURSOR_TYPES = (*GROUP_CURSOR_TYPES, "AT_OFFSET", "AFTER_OFFSET")  # partition cursors
+
 
 class Message(NamedTuple):
     """One message as the service sent it (a tuple: cheap to build on the hot path)."""

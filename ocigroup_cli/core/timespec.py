@@ -1,11 +1,12 @@
 """User time input: RFC 3339 (offset optional, none = UTC), a date, epoch seconds or milliseconds, or a
-duration ago (`15m`, `2h`, `1d`, `90s`, ISO `PT1H30M`)."""
+duration ago (`15m`, `2h`, `1d`, `90s`, ISO `PT1H30M`); and positions in a stream (earliest, latest, a time)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from ocigroup_cli.core.timefmt import parse_rfc3339_ms
+from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 
 ACCEPTED = (
     "accepted: 2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00, 2024-05-01 (UTC midnight), "
@@ -46,3 +47,27 @@ def parse_time_ms(text: str, now_ms: int) -> int:
         return now_ms - parse_duration_ms(t)
     except ValueError:
         raise ValueError(f"{text!r} is not a time; {ACCEPTED}") from None
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a group starts or is moved to: the oldest retained message, the end, or the first at a time."""
+
+    kind: str  # TRIM_HORIZON | LATEST | AT_TIME, as the service names them
+    time_ms: int | None = None
+
+    def describe(self) -> str:
+        return {"TRIM_HORIZON": "earliest", "LATEST": "latest"}.get(self.kind) or ms_to_rfc3339(self.time_ms or 0)
+
+
+EARLIEST = Position("TRIM_HORIZON")
+
+
+def parse_position(text: str, now_ms: int) -> Position:
+    """`earliest` (or TRIM_HORIZON), `latest` (or end), or any time parse_time_ms accepts; ValueError otherwise."""
+    word = text.strip().lower()
+    if word in ("earliest", "trim_horizon"):
+        return EARLIEST
+    if word in ("latest", "end"):
+        return Position("LATEST")
+    return Position("AT_TIME", parse_time_ms(text, now_ms))

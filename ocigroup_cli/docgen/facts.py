@@ -31,7 +31,8 @@ def exit_codes() -> list[tuple[int, str]]:
 
 def environment() -> list[tuple[str, str]]:
     """(variable, meaning): the fixed ones, then one OCIGROUP_<KEY> per profile setting."""
-    from ocigroup_cli.config import LOCAL_PORT, SCHEMA, env_name
+    from ocigroup_cli.config import SCHEMA, env_name
+    from ocigroup_cli.localhost import LOCAL_PORT
 
     fixed = [
         ("OCIGROUP_CONFIG", "Profile file, when --config is not given."),

@@ -22,7 +22,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ocigroup_cli.core.clock import Clock, SystemClock, real_sleep
+from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.emulator.api import Api, Response
 from ocigroup_cli.emulator.auth import Verifier, load_public_key
 from ocigroup_cli.emulator.backend import Backend, Options
@@ -32,6 +32,7 @@ from ocigroup_cli.emulator.store import Store
 log = logging.getLogger("ocigroup.emulator")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HANDSHAKE_TIMEOUT_S = 10.0
+REAL_TIME = SystemClock()
 
 
 def is_loopback(host: str) -> bool:
@@ -89,7 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
         faults = self.server.faults
         fault = Fault.NONE
         if faults is not None and not self.path.startswith("/_emulator/"):
-            real_sleep(faults.latency_ms / 1000)
+            REAL_TIME.sleep(faults.latency_ms / 1000)  # network latency passes in real time, even in test mode
             fault = faults.pick()
         if fault is Fault.DROP:
             self.close_connection = True

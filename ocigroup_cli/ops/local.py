@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ocigroup_cli.config import local_port
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import ConfigError, OcigroupError
+from ocigroup_cli.localhost import local_port, local_url
 from ocigroup_cli.paths import state_dir, state_writes
 
 HEALTH_SERVICE = "ocigroup-emulator"  # what the emulator's health endpoint says it is
@@ -61,10 +61,6 @@ def ensure_key(directory: Path | None = None) -> Path:
     return key_path
 
 
-def url(port: int | None = None) -> str:
-    return f"http://127.0.0.1:{port or local_port()}"
-
-
 def status(port: int | None = None) -> Status:
     """Ask the local port who answers. Straight to loopback: proxy settings in the environment do not apply."""
     port = port or local_port()
@@ -74,7 +70,7 @@ def status(port: int | None = None) -> Status:
         resp = conn.getresponse()
         body = resp.read()
     except (OSError, http.client.HTTPException):
-        return Status(False, url(port))
+        return Status(False, local_url(port))
     finally:
         conn.close()
     try:
@@ -82,9 +78,9 @@ def status(port: int | None = None) -> Status:
     except ValueError:
         info = None
     if resp.status != 200 or not isinstance(info, dict) or info.get("service") != HEALTH_SERVICE:
-        return Status(False, url(port), foreign=True)
+        return Status(False, local_url(port), foreign=True)
     pid = info.get("pid")
-    return Status(True, url(port), pid if isinstance(pid, int) else None, info.get("version"), info.get("data"))
+    return Status(True, local_url(port), pid if isinstance(pid, int) else None, info.get("version"), info.get("data"))
 
 
 def spawn(
@@ -111,7 +107,7 @@ def wait_until_up(proc: subprocess.Popen[bytes], port: int, clock: Clock, log: P
                 f"the emulator exited at start-up (code {proc.returncode}).", f"see {log}; is port {port} taken?"
             )
         clock.sleep(0.05)
-    raise OcigroupError(f"the emulator did not answer on {url(port)} within {seconds:.0f} s.", f"see {log}")
+    raise OcigroupError(f"the emulator did not answer on {local_url(port)} within {seconds:.0f} s.", f"see {log}")
 
 
 def data_file() -> Path:
@@ -153,7 +149,7 @@ def start(clock: Clock, port: int | None = None, extra_args: tuple[str, ...] = (
             return _check_ours(current), False
         if current.foreign:
             raise ConfigError(
-                f"something that is not an ocigroup emulator answers on {url(port)}.",
+                f"something that is not an ocigroup emulator answers on {local_url(port)}.",
                 "set OCIGROUP_LOCAL_PORT to a free port for the local profile",
             )
         log = state_dir() / "emulator.log"
@@ -192,4 +188,4 @@ def ensure_running(clock: Clock, notice: Callable[[str], None], port: int | None
         _check_ours(current)
         return
     if start(clock, port)[1]:
-        notice(f"started the local emulator on {url(port)} (stop it with: ocigroup emulator stop)")
+        notice(f"started the local emulator on {local_url(port)} (stop it with: ocigroup emulator stop)")

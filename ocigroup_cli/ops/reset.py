@@ -10,19 +10,11 @@ from typing import Any
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.ops.positions import after_commit
 from ocigroup_cli.paths import state_dir
 
 COUNT_CAP = 10_000
-
-
-@dataclass(frozen=True)
-class Target:
-    kind: str  # TRIM_HORIZON | LATEST | AT_TIME
-    time_ms: int | None = None
-
-    def describe(self) -> str:
-        return {"TRIM_HORIZON": "earliest", "LATEST": "latest"}.get(self.kind) or ms_to_rfc3339(self.time_ms or 0)
 
 
 @dataclass(frozen=True)
@@ -41,7 +33,7 @@ class PartitionPlan:
 class Plan:
     stream: str
     group: str
-    target: Target
+    target: Position
     partitions: list[PartitionPlan]
     live_instances: list[str]
 
@@ -70,7 +62,7 @@ def _count(
     return n, len(messages) >= COUNT_CAP and (stop is None or messages[-1].offset < stop)
 
 
-def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Target, now_ms: int) -> Plan:
+def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Position, now_ms: int) -> Plan:
     reservations = {r.partition: r for r in client.get_group(stream, group)}
     live = sorted({r.instance for r in reservations.values() if r.live(now_ms) and r.instance})
     parts = []

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ocigroup_cli.client.streaming import StreamingClient
-from ocigroup_cli.core.clock import Clock, perf_counter
+from ocigroup_cli.config import GroupSettings
+from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.session import Rules
+from ocigroup_cli.core.timespec import EARLIEST, Position
 from ocigroup_cli.errors import AuthFailed, InvalidCursor, NotFound, OcigroupError
 from ocigroup_cli.ops.positions import after_commit
 
@@ -49,13 +51,18 @@ class TailOptions:
     group: str
     instance: str
     rules: Rules
-    start: str = "TRIM_HORIZON"
-    start_time_ms: int | None = None
+    start: Position = EARLIEST  # where a new group starts
     commit_on_get: bool = True
     timeout_ms: int = 30_000
     batch_limit: int | None = None
     max_messages: int | None = None
     until_end: bool = False
+
+    @classmethod
+    def of(cls, settings: GroupSettings, group: str, instance: str, start: Position, **limits: Any) -> TailOptions:
+        """Options from the profile's group settings; `limits`: batch_limit, max_messages, until_end."""
+        rules = settings.rules()
+        return cls(group, instance, rules, start, settings.commit_on_get, settings.timeout_ms, **limits)
 
 
 class Sink(Protocol):
@@ -75,10 +82,10 @@ class TailStats:
     committed_batches: int = 0
     in_flight: int = 0  # messages of a batch handed to the sink and not confirmed (at exit: not committed)
     final_commit_failed: bool = False
-    started: float = field(default_factory=perf_counter)
+    started: float = 0.0  # the clock's monotonic time when the instance joined
 
-    def rate(self) -> float:
-        return self.written / max(1e-9, perf_counter() - self.started)
+    def rate(self, now: float) -> float:
+        return self.written / max(1e-9, now - self.started)
 
 
 class Tail:
@@ -111,8 +118,8 @@ class Tail:
             self.stream,
             o.group,
             o.instance,
-            o.start,
-            o.start_time_ms,
+            o.start.kind,
+            o.start.time_ms,
             o.commit_on_get,
             o.timeout_ms,
             patient=self._outage if patient else None,
@@ -170,7 +177,7 @@ class Tail:
 
     def _heartbeats(self) -> None:
         rules = self.opts.rules
-        while not self._stop.wait(rules.next_wake(self.last_contact, self.clock.monotonic())):
+        while not self.clock.wait(self._stop, rules.next_wake(self.last_contact, self.clock.monotonic())):
             now = self.clock.monotonic()
             if rules.stalled(self.batch_started, now):
                 if not self._gave_up:
@@ -195,6 +202,7 @@ class Tail:
     def run(self) -> TailStats:
         o = self.opts
         start_ms = self.clock.time_ms()
+        self.stats.started = self.clock.monotonic()
         with self.lock:
             self._join()
         beat = threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True)
@@ -244,6 +252,15 @@ class Tail:
                     self.stats.final_commit_failed = True
                     self.notice(f"final commit failed ({exc.message}); the last batch will be delivered again")
         return self.stats
+
+
+def live_others(client: StreamingClient, stream: StreamInfo, group: str, me: str, now_ms: int) -> list[str]:
+    """The other instances holding live reservations in `group` (none for a group that does not exist yet)."""
+    try:
+        reservations = client.get_group(stream, group)
+    except NotFound:
+        return []
+    return sorted({r.instance for r in reservations if r.instance and r.instance != me and r.live(now_ms)})
 
 
 def _names(partitions: tuple[int, ...]) -> str:

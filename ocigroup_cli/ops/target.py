@@ -23,7 +23,7 @@ def _cache_file() -> Path:
 
 
 def _cache_key(client: StreamingClient, profile: Profile) -> str:
-    ref = profile.get("stream.id") or f"{profile.get('stream.compartment')}/{profile.get('stream.name')}"
+    ref = profile.settings.stream.id or f"{profile.settings.stream.compartment}/{profile.settings.stream.name}"
     return f"{client.admin_url}|{ref}"
 
 
@@ -69,11 +69,11 @@ def resolve_stream(client: StreamingClient, profile: Profile) -> StreamInfo:
 
 
 def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
-    stream_id = profile.get("stream.id")
+    stream_id = profile.settings.stream.id
     if stream_id:
         return client.get_stream(stream_id)
-    name = profile.get("stream.name")
-    compartment = profile.get("stream.compartment")
+    name = profile.settings.stream.name
+    compartment = profile.settings.stream.compartment
     if not name or not compartment:
         raise ConfigError(
             f"profile {profile.name!r} names no stream.",
@@ -85,7 +85,7 @@ def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
         try:
             return _by_name(client, name, compartment)
         except StreamNotFound:
-            created = client.create_stream(name, int(profile.get("stream.partitions")), compartment)
+            created = client.create_stream(name, int(profile.settings.stream.partitions), compartment)
             return client.get_stream(created.id)
 
 

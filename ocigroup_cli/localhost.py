@@ -1,0 +1,20 @@
+"""The local profile's address: the bundled emulator on 127.0.0.1, port 18418 or $OCIGROUP_LOCAL_PORT."""
+
+from __future__ import annotations
+
+import os
+
+from ocigroup_cli.errors import ConfigError
+
+LOCAL_PORT = 18418
+
+
+def local_port() -> int:
+    text = os.environ.get("OCIGROUP_LOCAL_PORT", str(LOCAL_PORT))
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 65535):
+        raise ConfigError(f"OCIGROUP_LOCAL_PORT must be a port number from 1 to 65535, got {text!r}.")
+    return int(text)
+
+
+def local_url(port: int | None = None) -> str:
+    return f"http://127.0.0.1:{port or local_port()}"
