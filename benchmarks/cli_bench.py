@@ -16,7 +16,6 @@ import base64
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,8 +26,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks import summary
-from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.ops import local
+from benchmarks.harness import TENANCY, USER, BenchEmulator
 
 SDK_LOOP = r"""
 import base64, sys, oci
@@ -79,53 +77,9 @@ def main() -> None:
             "OCIGROUP_STATE_DIR": str(tmp / "state"),
             "OCI_CLI_SUPPRESS_FILE_PERMISSIONS_WARNING": "True",
         }
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
-        from ocigroup_cli.emulator.auth import fingerprint
-
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        key_file = tmp / "key.pem"
-        key_file.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
-        key_file.chmod(0o600)
-        (tmp / "pub.pem").write_bytes(
-            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        )
-        fp = fingerprint(key.public_key())
-        tenancy, user = "ocid1.tenancy.oc1..bench", "ocid1.user.oc1..bench"
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        url = f"http://127.0.0.1:{port}"
-        log = tmp / "emulator.log"
-        server = local.spawn(port, str(tmp / "emu.db"), [tmp / "pub.pem"], log)
-        try:
-            local.wait_until_up(server, port, SystemClock(), log)
-            config = tmp / "ocigroup.yaml"
-            config.write_text(
-                yaml.safe_dump(
-                    {
-                        "default": "bench",
-                        "profiles": {
-                            "bench": {
-                                "endpoint": url,
-                                "auth": {
-                                    "method": "api_key",
-                                    "key_file": str(key_file),
-                                    "tenancy": tenancy,
-                                    "user": user,
-                                },
-                                "stream": {"name": "bench", "compartment": "ocid1.compartment.oc1..bench"},
-                                "group": {"name": "g"},
-                            }
-                        },
-                    }
-                )
-            )
+        with BenchEmulator(tmp, group="g") as emu:
+            key_file, fp, url = emu.key_file, emu.fingerprint, emu.url
+            tenancy, user, config = TENANCY, USER, emu.config
             oci_config = tmp / "oci-config"
             oci_config.write_text(
                 f"[DEFAULT]\nuser={user}\ntenancy={tenancy}\nfingerprint={fp}\n"
@@ -207,9 +161,6 @@ def main() -> None:
 
             t_small, t_large = tail_cpu(args.small, "t1"), tail_cpu(args.large, "t2")
             s_small, s_large = sdk_cpu(args.small, "s1"), sdk_cpu(args.large, "s2")
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
     span = args.large - args.small
     tail_us, sdk_us = (t_large - t_small) / span * 1e6, (s_large - s_small) / span * 1e6
     print(f"{'measurement':58} {'ours':>10} {'baseline':>10} {'ratio':>7}  target")

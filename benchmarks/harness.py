@@ -4,18 +4,18 @@ sampler of a process tree's memory."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
+from ocigroup_cli.client.auth import fingerprint_of, load_private_key
+from ocigroup_cli.client.signing import ApiKeySigner
+from ocigroup_cli.client.transport import Transport
 from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.emulator.auth import fingerprint
+from ocigroup_cli.localhost import free_port
 from ocigroup_cli.ops import local
 
 TENANCY, USER = "ocid1.tenancy.oc1..bench", "ocid1.user.oc1..bench"
@@ -23,7 +23,8 @@ TENANCY, USER = "ocid1.tenancy.oc1..bench", "ocid1.user.oc1..bench"
 
 @dataclass
 class BenchEmulator:
-    """`ocigroup emulator serve` on a free loopback port, a key it trusts, and a profile `bench` for it."""
+    """`ocigroup emulator serve` on a free loopback port, a key it trusts, a profile `bench` for it, and a signed
+    transport straight to it (no retries, no client logic: what the emulator's own benchmark measures with)."""
 
     tmp: Path
     extra_args: tuple[str, ...] = ()
@@ -31,27 +32,18 @@ class BenchEmulator:
     port: int = 0
     key_file: Path = field(init=False)
     fingerprint: str = field(init=False)
+    signer: ApiKeySigner = field(init=False)
     config: Path = field(init=False)
     proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> BenchEmulator:
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self.key_file = self.tmp / "key.pem"
-        self.key_file.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
-        self.key_file.chmod(0o600)
-        pub = self.tmp / "pub.pem"
-        pub.write_bytes(
-            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        )
-        self.fingerprint = fingerprint(key.public_key())
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.key_file = local.write_key_pair(self.tmp)
+        key = load_private_key(str(self.key_file), None, "bench key")
+        self.fingerprint = fingerprint_of(key)
+        self.signer = ApiKeySigner(f"{TENANCY}/{USER}/{self.fingerprint}", key)
+        self.port = free_port()
         log = self.tmp / "emulator.log"
+        pub = self.tmp / "key_public.pem"
         self.proc = local.spawn(self.port, str(self.tmp / "emu.db"), [pub], log, self.extra_args)
         local.wait_until_up(self.proc, self.port, SystemClock(), log)
         profile = {
@@ -74,6 +66,9 @@ class BenchEmulator:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def transport(self) -> Transport:
+        return Transport(self.url, self.signer)
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:

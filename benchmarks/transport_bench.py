@@ -27,11 +27,10 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import urllib3
-from cryptography.hazmat.primitives import serialization
 from urllib3.connection import HTTPConnection
 
-from benchmarks.harness import TENANCY, USER, BenchEmulator
-from ocigroup_cli.client.signing import ApiKeySigner, Signer
+from benchmarks.harness import BenchEmulator
+from ocigroup_cli.client.signing import Signer
 from ocigroup_cli.client.transport import API_VERSION, Response, Transport
 from ocigroup_cli.core.models import Message
 
@@ -151,9 +150,8 @@ def main() -> None:
     walls, totals = import_costs(import_runs)
 
     with tempfile.TemporaryDirectory() as tmp_name, BenchEmulator(Path(tmp_name)) as emu:
-        key = serialization.load_pem_private_key(emu.key_file.read_bytes(), None)
-        signer = ApiKeySigner(f"{TENANCY}/{USER}/{emu.fingerprint}", key)
-        setup = Transport(emu.url, signer)
+        signer = emu.signer
+        setup = emu.transport()
         body = {"name": "bench", "partitions": 1, "compartmentId": "ocid1.compartment.oc1..bench"}
         sid = setup.request("POST", "/streams", body=body).json()["id"]
         value = base64.b64encode(os.urandom(1024)).decode()  # 1 KiB of payload per message

@@ -1,8 +1,10 @@
-"""The local profile's address: the bundled emulator on 127.0.0.1, port 18418 or $OCIGROUP_LOCAL_PORT."""
+"""Loopback addresses: the local profile's (the bundled emulator on 127.0.0.1, port 18418 or $OCIGROUP_LOCAL_PORT),
+and a free port for another emulator (tests, benchmarks, the reliability harness)."""
 
 from __future__ import annotations
 
 import os
+import socket
 
 from ocigroup_cli.errors import ConfigError
 
@@ -18,3 +20,10 @@ def local_port() -> int:
 
 def local_url(port: int | None = None) -> str:
     return f"http://127.0.0.1:{port or local_port()}"
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on at the moment of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -7,7 +7,6 @@ import contextlib
 import fcntl
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -15,18 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.localhost import free_port
 from ocigroup_cli.ops import local
 from reliability import REAL
 from reliability.history import Delivered, Exit, Recorder
 
 TEMPLATE = "{partition} {offset} {value}"
 SMALL_PIPE = 4096
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def had_traceback(path: Path) -> bool:

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from ocigroup_cli.app import run
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.emulator.server import EmulatorServer
-from tests.conftest import ApiKey, Sdk, make_key, start_server
+from tests.helpers.service import ApiKey, Sdk, make_key, start_server
 
 USAGE, FAILURE = 2, 1
 MIB = 1024 * 1024

@@ -16,9 +16,9 @@ import time
 import pytest
 
 from ocigroup_cli.core.clock import SystemClock
-from tests.conftest import Sdk, start_server, write_config
+from ocigroup_cli.localhost import free_port
 from tests.helpers.cli import clean_env, exe, on_pty, run
-from tests.helpers.net import free_port
+from tests.helpers.service import Sdk, start_server, write_config
 
 MIB = 1024 * 1024
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from ocigroup_cli.core.clock import SystemClock
-from tests.conftest import Sdk, start_server, write_config
 from tests.helpers.cli import clean_env, exe
+from tests.helpers.service import Sdk, start_server, write_config
 
 MESSAGES = 3000
 FORMATS = {

@@ -21,8 +21,8 @@ from ocigroup_cli.app import run
 from ocigroup_cli.client import signing, transport
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.emulator.auth import fingerprint
-from tests.conftest import ApiKey
 from tests.emulator.test_server_process import serve
+from tests.helpers.service import ApiKey
 
 PASS_PHRASE = "pass-Phrase-7f3c2a9e"
 WRONG_PASS_PHRASE = "wrong-Phrase-b81d44c0"

@@ -39,25 +39,30 @@ def home() -> Path:
 
 
 def ensure_key(directory: Path | None = None) -> Path:
-    """Create an RSA key pair (key.pem 0600, key_public.pem) on first use; by default the local profile's."""
+    """The local profile's key pair (key.pem 0600, key_public.pem), made on first use; its private key's path."""
     directory = directory or home()
     key_path = directory / "key.pem"
-    public_path = directory / "key_public.pem"
-    if key_path.exists() and public_path.exists():
+    if key_path.exists() and (directory / "key_public.pem").exists():
         return key_path
+    with state_writes("the local profile's key pair"):
+        return write_key_pair(directory)
+
+
+def write_key_pair(directory: Path) -> Path:
+    """A new RSA API key: key.pem (PKCS#8, mode 0600) and key_public.pem in `directory`; key.pem's path."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    with state_writes("the local profile's key pair"):
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(pem)
-        public_path.write_bytes(
-            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        )
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key_path = directory / "key.pem"
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pem)
+    (directory / "key_public.pem").write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     return key_path
 
 

@@ -15,8 +15,8 @@ from ocigroup_cli.app import run
 from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.transport import proxy_for
 from ocigroup_cli.core.clock import SystemClock
-from tests.conftest import Sdk, start_server, write_config
 from tests.helpers.proxy import LoopbackProxy
+from tests.helpers.service import Sdk, start_server, write_config
 from tests.helpers.tls import TEST_HOST, make_self_signed, make_tls
 
 

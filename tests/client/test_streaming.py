@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import oci
 import pytest
 
@@ -13,7 +11,7 @@ from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import ManualClock
 from ocigroup_cli.emulator.backend import Options
 from ocigroup_cli.errors import OcigroupError, TransientError
-from tests.conftest import start_server, write_config
+from tests.helpers.service import start_server, write_config
 
 
 @pytest.fixture
@@ -76,10 +74,8 @@ def test_signature_matches_the_sdk_byte_for_byte(api_key):
         assert sig(ours["authorization"]) == sig(req.headers["authorization"])
 
 
-def test_dead_endpoint_fails_within_the_deadline(api_key, tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+def test_dead_endpoint_fails_within_the_deadline(api_key, tmp_path, free_port):
+    dead = f"http://127.0.0.1:{free_port}"
     clock = ManualClock()
     client = StreamingClient(resolve(write_config(tmp_path, api_key, dead, deadline_s=3)), clock)
     start = clock.monotonic()

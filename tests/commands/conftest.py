@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import pytest
 
 from ocigroup_cli.app import run
-from tests.conftest import write_config
+from tests.helpers.service import write_config
 
 
 @dataclass

@@ -67,14 +67,11 @@ def test_service_error_shows_request_id_and_exit_1(cli):
     assert r.code == 1 and "opc-request-id" in r.err and "Traceback" not in r.err
 
 
-def test_dead_endpoint_is_transient_exit_4_within_deadline(cli, monkeypatch):
-    import socket
+def test_dead_endpoint_is_transient_exit_4_within_deadline(cli, monkeypatch, free_port):
     import time
 
     monkeypatch.setenv("OCIGROUP_DEADLINE_S", "1.5")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    dead = f"http://127.0.0.1:{free_port}"
     start = time.monotonic()
     r = cli("--endpoint", dead, "streams", "show")
     assert r.code == 4 and "cannot reach" in r.err

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -17,11 +16,8 @@ def ocigroup(*args: str, input: str | None = None) -> subprocess.CompletedProces
     )
 
 
-def test_local_profile_needs_no_setup(monkeypatch):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    monkeypatch.setenv("OCIGROUP_LOCAL_PORT", str(port))
+def test_local_profile_needs_no_setup(monkeypatch, free_port):
+    monkeypatch.setenv("OCIGROUP_LOCAL_PORT", str(free_port))
     try:
         assert ocigroup("emulator", "status").returncode == 1
         published = ocigroup("publish", "hello", "world", "-o", "json")

@@ -11,7 +11,7 @@ from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.core.session import Rules
 from ocigroup_cli.ops.tail import Tail, TailOptions
-from tests.conftest import Sdk, start_server, write_config
+from tests.helpers.service import Sdk, start_server, write_config
 
 
 def stream_id(sdk):

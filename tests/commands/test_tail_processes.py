@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ocigroup_cli.core.clock import SystemClock
-from tests.conftest import Sdk, start_server, write_config
+from tests.helpers.service import Sdk, start_server, write_config
 
 
 def spawn(config: str, instance: str, out: Path, env: dict) -> subprocess.Popen:

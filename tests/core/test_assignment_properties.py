@@ -20,8 +20,8 @@ from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 from ocigroup_cli.emulator.backend import Backend
 from ocigroup_cli.emulator.errors import ServiceError
 from ocigroup_cli.emulator.store import Store
-from tests.conftest import HYPOTHESIS_CASES
 from tests.core.assignment_oracle import best_kept, brute_best_kept, check_sticky, check_valid, kept
+from tests.helpers.cases import HYPOTHESIS_CASES
 
 RAN = HYPOTHESIS_CASES["assignment properties, cases run"]
 

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 
 from ocigroup_cli.core.clock import SystemClock
-from tests.conftest import make_key
+from tests.helpers.service import make_key
 
 CREATE = {"name": "s", "partitions": 1, "compartmentId": "ocid1.compartment.oc1..test"}
 TENANCY_USER = "ocid1.tenancy.oc1..aaaaaaaatesttenancy/ocid1.user.oc1..aaaaaaaatestuser"
@@ -211,7 +211,7 @@ def test_put_messages_is_signed_without_body_headers(raw):
 
 
 def test_no_auth_mode_accepts_unsigned(api_key, clock):
-    from tests.conftest import start_server
+    from tests.helpers.service import start_server
 
     server = start_server(api_key, clock, auth=False)
     try:

@@ -7,7 +7,7 @@ import pytest
 
 from ocigroup_cli.emulator.backend import Options
 from ocigroup_cli.emulator.faults import FaultPlan, parse_rates
-from tests.conftest import Sdk, start_server
+from tests.helpers.service import Sdk, start_server
 
 
 @pytest.fixture

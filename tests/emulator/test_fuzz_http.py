@@ -27,9 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ocigroup_cli.client.signing import ApiKeySigner
-from tests.conftest import HYPOTHESIS_CASES, ApiKey, b64
 from tests.emulator.strategies import bodies, json_values
 from tests.emulator.test_server_process import clients, serve
+from tests.helpers.cases import HYPOTHESIS_CASES
+from tests.helpers.service import ApiKey, b64
 
 TENANCY_USER = "ocid1.tenancy.oc1..aaaaaaaatesttenancy/ocid1.user.oc1..aaaaaaaatestuser"
 COMPARTMENT = "ocid1.compartment.oc1..test"

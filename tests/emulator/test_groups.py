@@ -8,7 +8,7 @@ from collections import Counter
 import oci
 import pytest
 
-from tests.conftest import Sdk
+from tests.helpers.service import Sdk
 
 
 def service_error(call) -> oci.exceptions.ServiceError:

@@ -9,7 +9,7 @@ import oci
 import pytest
 
 from ocigroup_cli.emulator.backend import Options
-from tests.conftest import Sdk, b64, start_server
+from tests.helpers.service import Sdk, b64, start_server
 
 
 def service_error(call) -> oci.exceptions.ServiceError:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import b64
+from tests.helpers.service import b64
 
 OCI = shutil.which("oci", path=str(Path(sys.executable).parent)) or shutil.which("oci")
 pytestmark = pytest.mark.skipif(OCI is None, reason="oci-cli is not installed")

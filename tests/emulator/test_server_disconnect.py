@@ -6,7 +6,7 @@ import socket
 import struct
 import time
 
-from tests.conftest import start_server
+from tests.helpers.service import start_server
 
 
 def test_connection_reset_by_client_is_not_reported_as_a_server_error(api_key, clock, capfd):

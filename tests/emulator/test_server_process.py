@@ -17,7 +17,7 @@ import pytest
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.ops import local
 from reliability.procs import free_port
-from tests.conftest import ApiKey, b64
+from tests.helpers.service import ApiKey, b64
 
 
 def serve(tmp_path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:

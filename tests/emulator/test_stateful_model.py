@@ -43,8 +43,9 @@ from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.core.models import Message, Reservation, StreamInfo
 from ocigroup_cli.errors import OcigroupError
-from tests.conftest import HYPOTHESIS_CASES, write_config
 from tests.core.assignment_oracle import check_sticky, check_valid
+from tests.helpers.cases import HYPOTHESIS_CASES
+from tests.helpers.service import write_config
 
 GROUP = "g"
 NAMES = ("a", "b", "c", "d", "e")

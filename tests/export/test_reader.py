@@ -13,7 +13,7 @@ from ocigroup_cli.errors import UsageError
 from ocigroup_cli.export.reader import TaskError, read_batches
 from ocigroup_cli.export.resolve import Request, make_plan
 from ocigroup_cli.ops.target import resolve_stream
-from tests.conftest import Sdk, start_server, write_config
+from tests.helpers.service import Sdk, start_server, write_config
 
 DAY_MS = 24 * 3_600_000
 

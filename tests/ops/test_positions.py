@@ -3,7 +3,7 @@ from __future__ import annotations
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import resolve
 from ocigroup_cli.ops.positions import after_commit
-from tests.conftest import write_config
+from tests.helpers.service import write_config
 
 
 def test_after_commit_falls_back_when_the_commit_left_retention(sdk, api_key, tmp_path, clock):
