@@ -10,6 +10,7 @@ import codecs
 import contextlib
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -165,12 +166,24 @@ def output_format(requested: str | None) -> str:
     return "table" if is_tty(sys.stdout) else "json"
 
 
+_QUANTITY = re.compile(r"[≥<~]?-?[\d,.]+ ?(ms|s|m|h|d|%)?")
+
+
+def _quantity(value: Any) -> bool:
+    """A number, or a number as shown (≥1000, 12.5s, 1,024): right-aligned in a table."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) or (isinstance(value, str) and _QUANTITY.fullmatch(value) is not None)
+
+
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> Table:
+    """A table whose columns of quantities are right-aligned (decided by their values, not their names)."""
     from rich.table import Table
 
     t = Table(title=title, show_edge=False, header_style="bold", box=None, pad_edge=False)
-    for c in columns:
-        t.add_column(c, justify="right" if c in ("PARTITION", "OFFSET", "COMMITTED", "LAG", "MESSAGES") else "left")
+    for i, c in enumerate(columns):
+        cells = [row[i] for row in rows if row[i] is not None and row[i] != "-"]
+        t.add_column(c, justify="right" if cells and all(map(_quantity, cells)) else "left")
     for row in rows:
         t.add_row(*("-" if v is None else str(v) for v in row))
     return t

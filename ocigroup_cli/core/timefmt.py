@@ -16,10 +16,6 @@ def ms_to_rfc3339(ms: int) -> str:
     return f"{t:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
 
 
-def ms_to_datetime(ms: int) -> dt.datetime:
-    return _EPOCH + dt.timedelta(milliseconds=ms)
-
-
 def datetime_to_ms(value: dt.datetime) -> int:
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)

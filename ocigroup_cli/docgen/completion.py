@@ -1,6 +1,11 @@
-"""Shell completion scripts. They call `ocigroup` back with $_OCIGROUP_COMPLETE set (Typer's mechanism)."""
+"""Shell completion scripts. They call `ocigroup` back with $_OCIGROUP_COMPLETE set (Typer's mechanism), and
+are made the way Typer documents: running the program with `_OCIGROUP_COMPLETE=source_<shell>`."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 PROG = "ocigroup"
 COMPLETE_VAR = "_OCIGROUP_COMPLETE"
@@ -19,9 +24,9 @@ fi"""
 
 
 def script(shell: str) -> str:
-    from typer._completion_shared import get_completion_script
-
-    body = get_completion_script(prog_name=PROG, complete_var=COMPLETE_VAR, shell=shell)
+    env = {**os.environ, COMPLETE_VAR: f"source_{shell}"}
+    run = [sys.executable, "-m", "ocigroup_cli"]
+    body = subprocess.run(run, env=env, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     if shell != "zsh":
         return f"{NOTE}\n{body}\n"
     registration = "compdef _ocigroup_completion ocigroup"

@@ -1,4 +1,4 @@
-"""The manifest that proves an export, computed from the files as written, and `verify`, which recomputes it.
+"""The manifest that proves an export, computed from the files as written (export/verify.py recomputes it).
 
 Content digest: SHA-256 over every row in (partition, offset) order, each row encoded as partition (4 bytes,
 big-endian), offset (8 bytes), key length (4 bytes, signed; -1 for no key), key, value length (4 bytes), value.

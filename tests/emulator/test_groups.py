@@ -204,7 +204,7 @@ def test_heartbeat_extends_reservation(sdk, clock):
     for _ in range(5):
         clock.advance_ms(8_000)
         a = sdk.client.consumer_heartbeat(sid, a).data.value
-    assert owners(sdk, sid, "g") == {0: "a", 1: "a"} or set(owners(sdk, sid, "g").values()) == {"a"}
+    assert owners(sdk, sid, "g") == {0: "a", 1: "a"}  # b lapsed (40 s without a word); a's heartbeats kept it
 
 
 def test_update_group_moves_every_partition(sdk, clock):

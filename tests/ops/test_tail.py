@@ -1,0 +1,176 @@
+"""The group instance loop (ops.tail.Tail) against the emulator, through its public `run()`: heartbeats beside a
+blocked sink, the stall guard, interruption, cursor expiry, an emulator restart.
+
+Time is a ManualClock shared by the emulator and the instance: a sink that "blocks" moves the clock in steps, the
+heartbeat thread acts at each step, and no test sleeps for real.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ocigroup_cli.client.streaming import StreamingClient
+from ocigroup_cli.config import resolve
+from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.core.session import Rules
+from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+from ocigroup_cli.ops.tail import Tail, TailOptions
+from tests.helpers.service import Sdk, start_server, write_config
+
+
+class Sink:
+    """A tail sink around a write function: delivered as soon as written; the reader never leaves."""
+
+    def __init__(self, write):
+        self.deliver = write
+
+    def check(self):
+        pass
+
+
+@pytest.fixture
+def instance(emulator, sdk, api_key, tmp_path, clock):
+    """make(name, stream_id, sink, notes, **options) -> a Tail on the manual clock of the emulator."""
+    profile = resolve(write_config(tmp_path, api_key, emulator.url))
+    clients = []
+
+    def make(name, sid, sink, notes=None, **kw):
+        client = StreamingClient(profile, clock)
+        clients.append(client)
+        notice = notes.append if notes is not None else lambda n: None
+        return Tail(client, client.get_stream(sid), options(name, **kw), clock, sink, notice)
+
+    yield make
+    for c in clients:
+        c.close()
+
+
+def options(instance, **kw):
+    rules = Rules(heartbeat_s=kw.pop("hb", 0.2), timeout_s=kw.pop("timeout", 1.0), max_processing_s=kw.pop("maxp", 30))
+    return TailOptions(group="g", instance=instance, rules=rules, timeout_ms=int(rules.timeout_s * 1000), **kw)
+
+
+def hold_up(clock, seconds, step=0.1):
+    """A reader that takes `seconds` for one batch, as the manual clock counts them."""
+    for _ in range(round(seconds / step)):
+        clock.sleep(step)
+
+
+def test_heartbeats_keep_partitions_while_the_writer_is_blocked(instance, sdk, clock):
+    sid = sdk.stream(partitions=2)
+    sdk.put(sid, [("k", "first"), ("k", "second")])
+    owners_during_block = []
+
+    def slow_write(batch):
+        if not owners_during_block:
+            hold_up(clock, 2.0)  # twice the 1 s timeout
+            owners_during_block.append({p: r.reserved_instance for p, r in sdk.group(sid, "g").items()})
+
+    instance("slow", sid, Sink(slow_write), max_messages=2).run()
+    assert owners_during_block[0] == {0: "slow", 1: "slow"}
+
+
+def test_stalled_output_gives_partitions_up(instance, sdk, clock):
+    sid = sdk.stream(partitions=1)
+    sdk.put(sid, [("k", "m")])
+    notes, seen = [], []
+
+    def stuck_write(batch):
+        if not seen:
+            hold_up(clock, 2.5)  # > max processing (0.5 s) + timeout (1 s)
+            seen.append({p: r.reserved_instance for p, r in sdk.group(sid, "g").items()})
+
+    instance("stuck", sid, Sink(stuck_write), notes, maxp=0.5, max_messages=1).run()
+    assert seen[0] == {0: None} and any("output stalled" in n for n in notes)
+
+
+def test_interrupted_batch_is_not_committed_and_comes_back(instance, sdk):
+    sid = sdk.stream(partitions=1)
+    sdk.put(sid, [("k", f"m{i}") for i in range(10)])
+    written = []
+
+    def breaks_after_three(batch):
+        for m in batch:
+            if len(written) == 3:
+                raise BrokenPipeError
+            written.append(m.offset)
+
+    with pytest.raises(BrokenPipeError):
+        instance("a", sid, Sink(breaks_after_three)).run()
+    assert sdk.group(sid, "g")[0].committed_offset is None
+    again = []
+    instance("a", sid, Sink(lambda batch: again.extend(m.offset for m in batch)), until_end=True).run()
+    assert again[:3] == written and len(again) == 10
+
+
+def test_expired_cursor_is_recreated(instance, sdk, clock):
+    """A batch held for 6 minutes outlives its cursor (5 minutes): the next read is refused, the instance
+    joins again from the committed offsets (the held batch was never committed: it comes again) and reads on."""
+    sid = sdk.stream(partitions=1)
+    sdk.put(sid, [("k", "m0"), ("k", "m1")])
+    notes, seen = [], []
+
+    def slow_once(batch):
+        seen.extend(m.value_bytes().decode() for m in batch)
+        if len(seen) == 1:
+            clock.sleep(360)
+
+    instance("a", sid, Sink(slow_once), notes, batch_limit=1, max_messages=3).run()
+    assert any("joining the group again" in n for n in notes), notes
+    assert seen == ["m0", "m0", "m1"]
+
+
+def test_interrupt_in_a_later_batch_commits_only_the_batches_fully_written(instance, sdk):
+    sid = sdk.stream(partitions=1)
+    offsets = [e.offset for e in sdk.put(sid, [("k", f"m{i}") for i in range(10)]).entries]
+    written = []
+
+    def breaks_in_second_batch(batch):
+        for m in batch:
+            if len(written) == 6:  # batches of 4: the first is whole, the second is cut after two
+                raise BrokenPipeError
+            written.append(m.offset)
+
+    with pytest.raises(BrokenPipeError):
+        instance("a", sid, Sink(breaks_in_second_batch), batch_limit=4).run()
+    assert sdk.group(sid, "g")[0].committed_offset == offsets[3]
+
+
+def test_tail_survives_an_emulator_restart(api_key, tmp_path):
+    """A real process restart on the same port and data file, in real time: the instance waits the outage out
+    and reads everything, old and new."""
+    data = str(tmp_path / "emu.db")
+    first = start_server(api_key, SystemClock(), data=data)
+    sdk = Sdk(first, api_key)
+    sid = sdk.stream(partitions=2)
+    sdk.put(sid, [(f"k{i}", f"a{i}") for i in range(20)])
+    client = StreamingClient(resolve(write_config(tmp_path, api_key, first.url)), SystemClock())
+    seen, notes = [], []
+    tail = Tail(
+        client,
+        client.get_stream(sid),
+        options("a", timeout=10.0, hb=2.0, max_messages=40),
+        SystemClock(),
+        Sink(lambda batch: seen.extend(m.value_bytes().decode() for m in batch)),
+        notes.append,
+    )
+    worker = threading.Thread(target=tail.run)
+    worker.start()
+    for _ in range(100):
+        if len(seen) >= 20:
+            break
+        SystemClock().sleep(0.05)
+    first.stop()
+    SystemClock().sleep(0.5)  # the tail hits a dead endpoint for a while
+    second = EmulatorServer(ServerConfig(port=first.port, data=data, trusted_keys=(api_key.public_pem,)), SystemClock())
+    second.start()
+    try:
+        Sdk(second, api_key).put(sid, [(f"k{i}", f"b{i}") for i in range(20)])
+        worker.join(timeout=30)
+        assert not worker.is_alive()
+        assert sorted(set(seen)) == sorted([f"a{i}" for i in range(20)] + [f"b{i}" for i in range(20)])
+    finally:
+        client.close()
+        second.stop()
