@@ -24,14 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
 import urllib3
 from urllib3.connection import HTTPConnection
 
 from benchmarks.harness import BenchEmulator
 from ocigroup_cli.client.signing import Signer
-from ocigroup_cli.client.transport import API_VERSION, Response, Transport
+from ocigroup_cli.client.transport import Endpoint, Response, Transport
 from ocigroup_cli.core.models import Message
 
 
@@ -39,11 +38,7 @@ class Urllib3Transport:
     """`Transport`'s interface on a urllib3 pool: retries and redirects off, keep-alive, TCP_NODELAY."""
 
     def __init__(self, endpoint: str, signer: Signer, connect_timeout: float = 5.0) -> None:
-        parts = urlsplit(endpoint.rstrip("/"))
-        self.host = parts.netloc
-        self.prefix = parts.path.rstrip("/")
-        if not self.prefix.endswith(API_VERSION):
-            self.prefix += API_VERSION
+        self.where = Endpoint.parse(endpoint)
         self.signer = signer
         self.connect_timeout = connect_timeout
         # explicit socket options: urllib3 turns TCP_NODELAY off for connections through a proxy
@@ -65,17 +60,12 @@ class Urllib3Transport:
         sign_body: bool = True,
         timeout: float = 60.0,
     ) -> Response:
-        target = self.prefix + path + ("?" + urlencode(query) if query else "")
-        raw = b"" if body is None else json.dumps(body).encode("utf-8")
-        headers = self.signer.sign(method, target, self.host, raw, sign_body)
-        headers["accept"] = "application/json"
-        if method in ("POST", "PUT", "DELETE"):
-            headers["content-length"] = str(len(raw))
+        req = self.where.prepare(self.signer, method, path, query, body, sign_body)
         resp = self.pool.urlopen(
             method,
-            target,
-            body=raw or None,
-            headers=headers,
+            req.target,
+            body=req.body or None,
+            headers=req.headers,
             retries=False,
             redirect=False,
             timeout=urllib3.Timeout(connect=self.connect_timeout, read=timeout),

@@ -14,7 +14,7 @@ import re
 import secrets
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -159,33 +159,21 @@ class Settings:
     export: ExportSettings
 
     @classmethod
-    def of(cls, v: Mapping[str, Any]) -> Settings:
-        return cls(
-            region=v["region"],
-            endpoint=v["endpoint"],
-            cert_bundle=v["cert_bundle"],
-            deadline_s=float(v["deadline_s"]),
-            auth=AuthSettings(
-                method=v["auth.method"],
-                config_file=v["auth.config_file"],
-                config_profile=v["auth.config_profile"],
-                key_file=v["auth.key_file"],
-                fingerprint=v["auth.fingerprint"],
-                tenancy=v["auth.tenancy"],
-                user=v["auth.user"],
-                pass_phrase_env=v["auth.pass_phrase_env"],
-            ),
-            stream=StreamSettings(v["stream.id"], v["stream.name"], v["stream.compartment"], v["stream.partitions"]),
-            group=GroupSettings(
-                name=v["group.name"],
-                instance=v["group.instance"],
-                commit_on_get=v["group.commit_on_get"],
-                timeout_ms=v["group.timeout_ms"],
-                heartbeat_ms=v["group.heartbeat_ms"],
-                max_processing_s=float(v["group.max_processing_s"]),
-            ),
-            export=ExportSettings(v["export.out"], v["export.format"], v["export.master"]),
-        )
+    def of(cls, values: Mapping[str, Any]) -> Settings:
+        """From the flat values by SCHEMA key; a section field (auth, stream, …) from its `section.*` keys."""
+        return _build(cls, values, "")
+
+
+def _build(kind: type[T], values: Mapping[str, Any], prefix: str) -> T:
+    sections = {"auth": AuthSettings, "stream": StreamSettings, "group": GroupSettings, "export": ExportSettings}
+    out: dict[str, Any] = {}
+    for f in fields(kind):  # type: ignore[arg-type]  # kind is a dataclass
+        if not prefix and f.name in sections:
+            out[f.name] = _build(sections[f.name], values, f"{f.name}.")
+        else:
+            value = values[prefix + f.name]
+            out[f.name] = float(value) if f.type == "float" else value  # YAML's 30 for a float setting
+    return kind(**out)
 
 
 @dataclass(frozen=True)

@@ -94,3 +94,18 @@ def test_missing_profile_lists_the_known_ones(tmp_path):
 def test_bad_environment_value_names_the_variable(tmp_path):
     with pytest.raises(ConfigError, match="env OCIGROUP_GROUP_COMMIT_ON_GET"):
         resolve(write(tmp_path, GOOD), env={"OCIGROUP_GROUP_COMMIT_ON_GET": "perhaps"})
+
+
+def test_every_setting_has_a_typed_attribute_and_nothing_else_does():
+    from dataclasses import asdict
+
+    from ocigroup_cli.config import SCHEMA
+
+    p = resolve(None, "local", env={})
+
+    def flat(d, prefix=""):
+        for k, v in d.items():
+            yield from flat(v, f"{k}.") if isinstance(v, dict) else [prefix + k]
+
+    assert sorted(flat(asdict(p.settings))) == sorted(SCHEMA)
+    assert isinstance(p.settings.deadline_s, float) and isinstance(p.settings.group.max_processing_s, float)

@@ -133,22 +133,31 @@ def read_lines_then_close(fd: int, want: int, chunk: int, pause_s: float = 0.0) 
     return bytes(got)
 
 
-@pytest.mark.parametrize("env_name", ENVIRONMENTS)
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_pipe_closed_after_a_few_lines(backlog, fmt, env_name, tmp_path):
-    group = f"pipe-{fmt}-{env_name}"
+def piped(backlog: Backlog, group: str, fmt: str, env_name: str, tmp_path: Path, batch: int, reader) -> set:
+    """tail | a reader (reader(fd) -> the bytes it took): tail must end by itself with 130 once the reader
+    closed the pipe; returns what the reader received."""
     proc = subprocess.Popen(
-        tail_cmd(backlog, group, fmt, "--batch-limit", "10"),
+        tail_cmd(backlog, group, fmt, "--batch-limit", str(batch)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env_for(env_name, tmp_path),
     )
-    time.sleep(0.5)  # a reader slower to start than tail (`| sleep 0.5; head -25`): the pipe's buffer fills
-    data = read_lines_then_close(os.dup(proc.stdout.fileno()), want=25, chunk=4096)
+    data = reader(os.dup(proc.stdout.fileno()))
     proc.stdout.close()
     code, err = wait_exit(proc)
     assert code == 130, err
-    received = backlog.received(complete_lines(data), fmt)
+    return backlog.received(complete_lines(data), fmt)
+
+
+@pytest.mark.parametrize("env_name", ENVIRONMENTS)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_pipe_closed_after_a_few_lines(backlog, fmt, env_name, tmp_path):
+    def head(fd: int) -> bytes:
+        time.sleep(0.5)  # a reader slower to start than tail (`| sleep 0.5; head -25`): the pipe's buffer fills
+        return read_lines_then_close(fd, want=25, chunk=4096)
+
+    group = f"pipe-{fmt}-{env_name}"
+    received = piped(backlog, group, fmt, env_name, tmp_path, 10, head)
     assert len(received) >= 25
     backlog.assert_committed_only_received(group, received)
 
@@ -156,19 +165,11 @@ def test_pipe_closed_after_a_few_lines(backlog, fmt, env_name, tmp_path):
 @pytest.mark.parametrize("env_name", ENVIRONMENTS)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_slow_reader_that_gives_up(backlog, fmt, env_name, tmp_path):
+    def slow(fd: int) -> bytes:
+        return read_lines_then_close(fd, want=400, chunk=2048, pause_s=0.002)
+
     group = f"slow-{fmt}-{env_name}"
-    proc = subprocess.Popen(
-        tail_cmd(backlog, group, fmt, "--batch-limit", "50"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env_for(env_name, tmp_path),
-    )
-    data = read_lines_then_close(os.dup(proc.stdout.fileno()), want=400, chunk=2048, pause_s=0.002)
-    proc.stdout.close()
-    code, err = wait_exit(proc)
-    assert code == 130, err
-    received = backlog.received(complete_lines(data), fmt)
-    committed = backlog.assert_committed_only_received(group, received)
+    committed = backlog.assert_committed_only_received(group, piped(backlog, group, fmt, env_name, tmp_path, 50, slow))
     assert committed, "whole batches the slow reader took should have been committed"
 
 

@@ -285,6 +285,11 @@ class StreamingClient:
         ]
         return messages, resp.headers["opc-next-cursor"]
 
+    def first(self, stream: StreamInfo, cursor: str) -> Message | None:
+        """The message `cursor` would read first, if there is one (a peek: the cursor is not kept)."""
+        messages, _ = self.get_messages(stream, cursor, limit=1)
+        return messages[0] if messages else None
+
     def heartbeat(self, stream: StreamInfo, cursor: str) -> str:
         return str(
             self._data("ConsumerHeartbeat", stream, "POST", "heartbeat", query={"cursor": cursor}).json()["value"]

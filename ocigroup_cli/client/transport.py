@@ -89,6 +89,50 @@ def proxy_for(url: str) -> Proxy | None:
     return None
 
 
+@dataclass(frozen=True)
+class Request:
+    target: str  # path and query, as signed and (directly) sent
+    body: bytes
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An API endpoint URL taken apart: scheme, host[:port] and the path prefix every request goes under."""
+
+    url: str
+    https: bool
+    host: str  # host[:port], as signed
+    hostname: str
+    port: int
+    prefix: str  # ends with /20180418
+
+    @classmethod
+    def parse(cls, endpoint: str) -> Endpoint:
+        parts = urlsplit(endpoint.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"endpoint {endpoint!r} must be an http:// or https:// URL")
+        https = parts.scheme == "https"
+        prefix = parts.path.rstrip("/")
+        if not prefix.endswith(API_VERSION):
+            prefix += API_VERSION
+        return cls(
+            endpoint.rstrip("/"), https, parts.netloc, parts.hostname, parts.port or (443 if https else 80), prefix
+        )
+
+    def prepare(
+        self, signer: Signer, method: str, path: str, query: dict[str, Any] | None, body: Any, sign_body: bool
+    ) -> Request:
+        """The request as the service expects it: JSON body, signed headers (see client/signing.py)."""
+        target = self.prefix + path + ("?" + urlencode(query) if query else "")
+        raw = b"" if body is None else json.dumps(body).encode("utf-8")
+        headers = signer.sign(method, target, self.host, raw, sign_body)
+        headers["accept"] = "application/json"
+        if method in ("POST", "PUT", "DELETE"):
+            headers["content-length"] = str(len(raw))
+        return Request(target, raw, headers)
+
+
 def _closed_by_peer(sock: socket.socket) -> bool:
     """An idle connection with something to read has been closed (or broken) by the server."""
     readable, _, _ = select.select([sock], [], [], 0)
@@ -97,17 +141,8 @@ def _closed_by_peer(sock: socket.socket) -> bool:
 
 class Transport:
     def __init__(self, endpoint: str, signer: Signer, tls: ssl.SSLContext | None = None) -> None:
-        parts = urlsplit(endpoint.rstrip("/"))
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"endpoint {endpoint!r} must be an http:// or https:// URL")
-        self.endpoint = endpoint.rstrip("/")
-        self.https = parts.scheme == "https"
-        self.host = parts.netloc
-        self.hostname = parts.hostname
-        self.port = parts.port or (443 if self.https else 80)
-        self.prefix = parts.path.rstrip("/")
-        if not self.prefix.endswith(API_VERSION):
-            self.prefix += API_VERSION
+        self.where = Endpoint.parse(endpoint)
+        self.endpoint = self.where.url
         self.signer = signer
         self.tls = tls
         self.proxy = proxy_for(self.endpoint)
@@ -117,14 +152,15 @@ class Transport:
         if self._conn is not None and self._conn.sock is not None and _closed_by_peer(self._conn.sock):
             self.close()  # the server ended the kept-alive connection while it was idle: open a new one
         if self._conn is None:
-            host, port = (self.proxy.host, self.proxy.port) if self.proxy else (self.hostname, self.port)
+            w = self.where
+            host, port = (self.proxy.host, self.proxy.port) if self.proxy else (w.hostname, w.port)
             connect_s = min(CONNECT_TIMEOUT_S, timeout)
             conn: http.client.HTTPConnection
-            if self.https:
+            if w.https:
                 conn = http.client.HTTPSConnection(host, port, timeout=connect_s, context=self.tls)
                 if self.proxy:
                     tunnel = {"Proxy-Authorization": self.proxy.auth} if self.proxy.auth else None
-                    conn.set_tunnel(self.hostname, self.port, headers=tunnel)
+                    conn.set_tunnel(w.hostname, w.port, headers=tunnel)
             else:
                 conn = http.client.HTTPConnection(host, port, timeout=connect_s)
             conn.connect()
@@ -150,15 +186,10 @@ class Transport:
         sign_body: bool = True,
         timeout: float = 60.0,
     ) -> Response:
-        target = self.prefix + path + ("?" + urlencode(query) if query else "")
-        raw = b"" if body is None else json.dumps(body).encode("utf-8")
-        headers = self.signer.sign(method, target, self.host, raw, sign_body)
-        headers["accept"] = "application/json"
-        if method in ("POST", "PUT", "DELETE"):
-            headers["content-length"] = str(len(raw))
-        on_wire = target
-        if self.proxy and not self.https:  # a plain-HTTP request goes to the proxy in absolute form
-            on_wire = f"http://{self.host}{target}"
+        req = self.where.prepare(self.signer, method, path, query, body, sign_body)
+        on_wire, headers = req.target, req.headers
+        if self.proxy and not self.where.https:  # a plain-HTTP request goes to the proxy in absolute form
+            on_wire = f"http://{self.where.host}{req.target}"
             if self.proxy.auth:
                 headers["proxy-authorization"] = self.proxy.auth
         try:
@@ -166,7 +197,7 @@ class Transport:
             conn.putrequest(method, on_wire, skip_host=True, skip_accept_encoding=True)
             for name, value in headers.items():
                 conn.putheader(name, value)
-            conn.endheaders(raw or None)
+            conn.endheaders(req.body or None)
             resp = conn.getresponse()
             data = resp.read()
             out = Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)

@@ -9,13 +9,13 @@ import typer
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
 from ocigroup_cli.core.balance import moves
+from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.timespec import parse_duration_ms
 from ocigroup_cli.errors import ThresholdExceeded, UsageError
 
 if TYPE_CHECKING:
     from ocigroup_cli.ops.inspect import GroupView
 
-DEFAULT_LAG_CAP = 1000  # keep in step with ops.inspect (checked by a test)
 
 COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "NEXT", "LAG", "TIME-LAG"]
 

@@ -97,11 +97,11 @@ def _start_cursor(client: StreamingClient, stream: StreamInfo, s: Slice) -> str 
         pass
     # the offset is outside the retained range: before it (retention moved on) or past the end
     probe = client.create_cursor(stream, s.partition, "TRIM_HORIZON")
-    oldest, _ = client.get_messages(stream, probe, limit=1)
-    if oldest and oldest[0].offset > s.first:
+    oldest = client.first(stream, probe)
+    if oldest and oldest.offset > s.first:
         raise UsageError(
             f"partition {s.partition}: offset {s.first} left retention while the export ran; "
-            f"the oldest retained offset is now {oldest[0].offset}.",
+            f"the oldest retained offset is now {oldest.offset}.",
             "run again (with --allow-truncated to accept the loss)",
         )
     return None

@@ -29,9 +29,7 @@ class Request:
 def _first(
     client: StreamingClient, stream: StreamInfo, partition: int, kind: str, ms: int | None = None
 ) -> Message | None:
-    cursor = client.create_cursor(stream, partition, kind, time_ms=ms)
-    got, _ = client.get_messages(stream, cursor, limit=1)
-    return got[0] if got else None
+    return client.first(stream, client.create_cursor(stream, partition, kind, time_ms=ms))
 
 
 def _truncation(partition: int, wanted: str, oldest: Message) -> UsageError:

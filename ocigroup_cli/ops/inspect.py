@@ -12,11 +12,11 @@ from typing import Any
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core import balance
+from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.ops.positions import after_commit
 
-DEFAULT_LAG_CAP = 1000
 LAG_THREADS = 4
 
 

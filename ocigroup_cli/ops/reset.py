@@ -48,8 +48,8 @@ class Plan:
 
 
 def _first(client: StreamingClient, stream: StreamInfo, cursor: str) -> int | None:
-    messages, _ = client.get_messages(stream, cursor, limit=1)
-    return messages[0].offset if messages else None
+    message = client.first(stream, cursor)
+    return message.offset if message else None
 
 
 def _count(
