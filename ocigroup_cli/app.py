@@ -23,16 +23,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     add_completion=True,
+    context_settings={"max_content_width": 120},  # help uses up to 120 columns of a wider terminal (Click: 80)
 )
 app.add_typer(emulator.app, name="emulator")
 app.add_typer(streams.app, name="streams")
 app.add_typer(profile.app, name="profile")
 app.add_typer(cursor.app, name="cursor")
 app.add_typer(export.app, name="export")
-app.command(name="publish")(publish.publish)
-app.command(name="inspect")(inspect.inspect)
-app.command(name="reset")(reset.reset)
-app.command(name="tail")(tail.tail)
+# the command list shows these whole (Click cuts a docstring's first sentence to fit, ending it in "...")
+app.command(name="publish", short_help="Publish messages (arguments, lines or stdin) to the stream.")(publish.publish)
+app.command(name="inspect", short_help="Owners, commits, lag, balance and health of a group.")(inspect.inspect)
+app.command(name="reset", short_help="Plan, then apply, a new position for a group.")(reset.reset)
+app.command(name="tail", short_help="Consume a group as one instance, committing what was written.")(tail.tail)
 
 
 def _version(ctx: typer.Context, value: bool) -> None:

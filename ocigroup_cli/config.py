@@ -28,6 +28,7 @@ from ocigroup_cli.paths import state_dir
 LOCAL = "local"
 AUTH_METHODS = ("api_key", "oci_config", "security_token", "instance_principal", "resource_principal")
 EXPORT_FORMATS = ("parquet", "jsonl", "csv")
+ENGINES = ("warm", "cold")
 CERT_BUNDLE_VARS = ("OCI_CLI_CERT_BUNDLE", "REQUESTS_CA_BUNDLE")
 _OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]*\.[a-z0-9-]*\.[A-Za-z0-9._-]+$")
 _FINGERPRINT = re.compile(r"^([0-9a-f]{2}:){15}[0-9a-f]{2}$")
@@ -92,6 +93,12 @@ SCHEMA: dict[str, Key] = {
     "export.out": Key(str, None, "default export directory"),
     "export.format": Key(str, "parquet", "export file format", EXPORT_FORMATS),
     "export.master": Key(str, "local[*]", "Spark master URL"),
+    "export.engine": Key(
+        str, "warm", "warm: keep a local Spark running between exports; cold: start one each time", ENGINES
+    ),
+    "export.idle_minutes": Key(
+        (int, float), 15, "stop the warm Spark engine after this long without an export", minimum=1
+    ),
 }
 SECTIONS = sorted({k.split(".")[0] for k in SCHEMA if "." in k})
 T = TypeVar("T")
@@ -142,6 +149,8 @@ class ExportSettings:
     out: str | None
     format: str
     master: str
+    engine: str
+    idle_minutes: float
 
 
 @dataclass(frozen=True)
@@ -304,6 +313,23 @@ def _apply_file(b: _Builder, name: str, entry: Any, path: Path, lines: yamlfile.
         b.set(key, _validate(key, value, where + f" profiles.{name}.{key}"), f"{path}:{lines.get(keys, 1)}")
 
 
+def _unknown_profile(name: str, path: Path, profiles: dict[str, Any]) -> ConfigError:
+    import difflib
+
+    if not path.exists():
+        return ConfigError(
+            f"profile {name!r} is not defined: there is no profile file at {path}.",
+            "create it (see README, Profiles), point --config or OCIGROUP_CONFIG at yours, or use --profile local",
+        )
+    if not profiles:
+        return ConfigError(f"profile {name!r} is not defined: {path} defines no profiles.", "add it under 'profiles:'")
+    close = difflib.get_close_matches(name, sorted(profiles), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else "pick one with --profile, or --profile local for the emulator"
+    return ConfigError(
+        f"profile {name!r} is not defined in {path} (profiles there: {', '.join(sorted(profiles))}).", hint
+    )
+
+
 def resolve(
     config: str | None = None,
     profile: str | None = None,
@@ -327,11 +353,7 @@ def resolve(
         for key, value in local_defaults().items():
             b.set(key, value, "built-in local profile")
     elif name not in profiles:
-        known = ", ".join(sorted(profiles)) or "none"
-        raise ConfigError(
-            f"profile {name!r} is not defined in {path} (profiles there: {known}).",
-            "pick one with --profile, or use --profile local for the bundled emulator",
-        )
+        raise _unknown_profile(name, path, profiles)
     if name in profiles:
         _apply_file(b, name, profiles[name], path, lines)
     for var in CERT_BUNDLE_VARS:  # the oci CLI's and the SDK's variables, below the profile's own setting

@@ -34,11 +34,14 @@ def plain() -> bool:
     return "NO_COLOR" in os.environ or os.environ.get("TERM", "") in ("dumb", "unknown")
 
 
-def _console(stderr: bool) -> Console:
+def _console(stderr: bool, soft_wrap: bool = True) -> Console:
     from rich.console import Console
 
     style: dict[str, Any] = {"color_system": None} if plain() else {}
-    return Console(stderr=stderr, highlight=False, emoji=False, soft_wrap=True, **style)
+    if plain() and "COLUMNS" not in os.environ:  # Rich draws 80 columns on a dumb terminal whatever its width
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            style["width"] = os.get_terminal_size((sys.stderr if stderr else sys.stdout).fileno()).columns
+    return Console(stderr=stderr, highlight=False, emoji=False, soft_wrap=soft_wrap, **style)
 
 
 def err() -> Console:
@@ -53,6 +56,11 @@ def out() -> Console:
     if _out is None:
         _out = _console(stderr=False)
     return _out
+
+
+def screen() -> Console:
+    """stdout for a screen redrawn in place (Rich Live): long lines wrap there, rather than being cropped."""
+    return _console(stderr=False, soft_wrap=False)
 
 
 def _to_stderr(write: Callable[[], None]) -> None:
@@ -183,7 +191,8 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
     t = Table(title=title, show_edge=False, header_style="bold", box=None, pad_edge=False)
     for i, c in enumerate(columns):
         cells = [row[i] for row in rows if row[i] is not None and row[i] != "-"]
-        t.add_column(c, justify="right" if cells and all(map(_quantity, cells)) else "left")
+        # fold, never "…": an identity, OCID or cursor too wide for the terminal continues on the next line
+        t.add_column(c, justify="right" if cells and all(map(_quantity, cells)) else "left", overflow="fold")
     for row in rows:
         t.add_row(*("-" if v is None else str(v) for v in row))
     return t
@@ -197,15 +206,20 @@ def is_tty(stream: Any) -> bool:
         return False
 
 
-def emit(data: Any, fmt: str, render_table: Callable[[], Any] | None = None) -> None:
-    """Write `data` to stdout in the chosen format; tables come from `render_table`."""
+def emit(data: Any, fmt: str, render_table: Callable[[], Any] | None = None, one_line: bool = False) -> None:
+    """Write `data` to stdout in the chosen format; tables come from `render_table`. YAML documents start with
+    `---`, so that repeated ones (a watch) make a valid multi-document stream; `one_line`: JSON on one line (a
+    watch's snapshots are NDJSON)."""
     if fmt == "yaml":
         import yaml
 
-        data_line(yaml.safe_dump(data, sort_keys=False, allow_unicode=utf8_stdout()).rstrip("\n"))
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=utf8_stdout(), explicit_start=True)
+        data_line(text.rstrip("\n"))
     elif fmt == "table" and render_table is not None:
         STATUS.clear()
         with writing():
             out().print(render_table())
+    elif one_line:
+        data_line(json.dumps(data, separators=(",", ":"), ensure_ascii=not utf8_stdout()))
     else:
         data_line(json.dumps(data, indent=2, ensure_ascii=not utf8_stdout()))

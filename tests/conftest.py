@@ -3,9 +3,11 @@ tests import live in tests/helpers/, never here."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
+import threading
 
 import pytest
 from hypothesis import settings
@@ -57,6 +59,12 @@ def _isolate(monkeypatch, tmp_path):
     monkeypatch.setenv("OCIGROUP_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    yield
+    if (tmp_path / "state" / "engine").exists():  # no test leaves a warm Spark engine running
+        from ocigroup_cli.export import engine
+
+        for running in engine.running():
+            engine.stop(running, SystemClock())
 
 
 @pytest.fixture(scope="session")
@@ -87,17 +95,53 @@ def sdk(emulator, api_key) -> Sdk:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory):
-    """One local Spark session for the whole run (a JVM costs seconds); skipped without Java or pyspark."""
+def spark_engine(tmp_path_factory):
+    """One warm Spark engine (a Spark Connect server, as exports use by default) for the whole run, in a state
+    directory of its own; stopped at the end. Skipped without Java or pyspark."""
     import shutil
 
     pytest.importorskip("pyspark")
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         pytest.skip("Java 17+ is not installed")
+    from ocigroup_cli.export import engine
     from ocigroup_cli.export import spark as export_spark
 
-    log = tmp_path_factory.mktemp("spark") / "spark.log"
-    fast_jvm = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
-    session = export_spark.start("local[2]", log, driver_memory="1g", extra=fast_jvm)
+    state = str(tmp_path_factory.mktemp("engine-state"))
+    with _state_dir(state):
+        started, _ = engine.ensure("local[2]", export_spark.java_command(), 120, "1g", SystemClock())
+        active = engine.activity_path(started.key)
+    stop = threading.Event()
+
+    def keep_busy():  # busy while the run lasts; a killed test run leaves it idle, and it stops 2 minutes later
+        while not stop.wait(20):
+            active.touch()
+
+    thread = threading.Thread(target=keep_busy, daemon=True)
+    thread.start()
+    yield started
+    stop.set()
+    with _state_dir(state):
+        engine.stop(started, SystemClock())
+
+
+@pytest.fixture(scope="session")
+def spark(spark_engine):
+    """A session on the shared engine that tests lend to `ocigroup export`."""
+    from ocigroup_cli.export import spark as export_spark
+
+    session = export_spark.connect(spark_engine.url, ship=False)
     yield session
     session.stop()
+
+
+@contextlib.contextmanager
+def _state_dir(path: str):
+    before = os.environ.get("OCIGROUP_STATE_DIR")
+    os.environ["OCIGROUP_STATE_DIR"] = path
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("OCIGROUP_STATE_DIR", None)
+        else:
+            os.environ["OCIGROUP_STATE_DIR"] = before

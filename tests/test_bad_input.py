@@ -124,7 +124,7 @@ PROFILE_FILES = [
     case("empty-group-name", "streams", "show", profile=prof("group: {name: ''}"), needles=("non-empty",)),
     case("no-such-profile", "--profile", "staging", "streams", "show", needles=("'staging' is not defined", "test")),
     case("default-names-no-profile", "streams", "show", profile="default: ghost\nprofiles: {}\n", needles=("ghost",)),
-    case("empty-file", "--profile", "p", "streams", "show", profile="", needles=("profiles there: none",)),
+    case("empty-file", "--profile", "p", "streams", "show", profile="", needles=("defines no profiles",)),
     case("config-missing", "--config", "<tmp>/nope.yaml", "streams", "show", needles=("nope.yaml: no such file",)),
     case("config-is-a-directory", "--config", "<tmp>", "streams", "show", needles=("Is a directory",)),
     case(

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,6 +18,7 @@ if TYPE_CHECKING:  # imported inside the command: `--help` must not pay for the 
     from ocigroup_cli.config import Profile
     from ocigroup_cli.export.job import Target
     from ocigroup_cli.export.resolve import Request
+    from ocigroup_cli.export.session import Progress
 
 app = typer.Typer(
     help="Export a partition range for audit (Spark), with a manifest that proves it; verify an export.",
@@ -62,40 +60,25 @@ def _request(
     return Request(parse_partitions(partition, count), *offsets, *times, split=split, allow_truncated=allow_truncated)
 
 
-@contextmanager
-def _progress(clock: Clock, spark: Any, slices: int) -> Iterator[None]:
-    """A progress bar (rows, slices done) while Spark works, on a terminal only."""
-    if not console.err().is_terminal:
-        yield
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+class _Shown:
+    """On a terminal, one status line from the first second: the phase, and the rows read while slices are read;
+    with -v, how long each phase took."""
 
-    from ocigroup_cli.export.spark import progress
+    def __init__(self, clock: Clock, verbose: bool) -> None:
+        self.clock, self.verbose = clock, verbose
+        self.start = self.since = clock.monotonic()
+        self.phase = ""
 
-    stop = threading.Event()
-    with Progress(
-        TextColumn("exporting"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("slices · {task.fields[rows]:,} rows"),
-        TimeElapsedColumn(),
-        console=console.err(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("export", total=slices, rows=0)
-
-        def poll() -> None:
-            while not clock.wait(stop, 0.25):
-                done, rows = progress(spark)
-                bar.update(task, completed=done, rows=rows)
-
-        watcher = threading.Thread(target=poll, daemon=True)
-        watcher.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            watcher.join()
+    def __call__(self, p: Progress) -> None:
+        now = self.clock.monotonic()
+        if p.phase != self.phase:
+            if self.verbose and self.phase:
+                console.notice(f"{self.phase}: {now - self.since:.1f} s")
+            self.phase, self.since = p.phase, now
+        text = f"export: {p.phase}"
+        if p.phase == "reading":
+            text += f" · {p.slices_done}/{p.slices} slices · {p.rows:,} rows"
+        console.STATUS.show(f"{text} · {now - self.start:.0f}s")
 
 
 def _summary(doc: dict[str, Any]) -> object:
@@ -170,10 +153,11 @@ def export(
         target,
         clock=g.clock,
         profile_name=profile.name,
+        settings=profile.settings.export,
         lent=g.spark,
         driver_memory=driver_memory,
-        phase=_Phases(g.clock, g.verbose).done,
-        watch=lambda spark_session, slices: _progress(g.clock, spark_session, slices),
+        notice=console.notice,
+        show=_Shown(g.clock, g.verbose),
     )
     doc = outcome.manifest
     console.emit(doc, fmt(ctx, output), lambda: _summary(doc))
@@ -196,19 +180,6 @@ def _target(profile: Profile) -> Target:
     target.check()
     spark.check_master(target.master)
     return target
-
-
-class _Phases:
-    """With --verbose, how long each phase took (planning, Spark start, the job)."""
-
-    def __init__(self, clock: Clock, verbose: bool) -> None:
-        self.clock, self.verbose, self.last = clock, verbose, clock.monotonic()
-
-    def done(self, what: str) -> None:
-        now = self.clock.monotonic()
-        if self.verbose:
-            console.notice(f"{what} in {now - self.last:.1f} s")
-        self.last = now
 
 
 @app.command()
@@ -238,3 +209,33 @@ def verify(
             f"OK: {directory}: {doc['rows']:,} rows in {len(doc['files'])} file(s) match the manifest "
             f"(content digest {doc['content_digest']['value'][:16]}…)"
         )
+
+
+engine_app = typer.Typer(help="The warm Spark engine that local exports keep between runs.", no_args_is_help=True)
+app.add_typer(engine_app, name="engine")
+
+
+@engine_app.command("status")
+def engine_status(ctx: typer.Context, output: OutputOption = None) -> None:
+    """List the warm Spark engines of this state directory; exit 1 when none runs."""
+    from ocigroup_cli.export import engine
+
+    rows = [{"master": e.master, "port": e.port, "pid": e.pid, "log": e.log} for e in engine.running()]
+    console.emit(
+        rows,
+        fmt(ctx, output),
+        lambda: console.table(["MASTER", "PORT", "PID", "LOG"], [list(r.values()) for r in rows]),
+    )
+    if not rows:
+        raise OcigroupError("no warm Spark engine is running.", "the next local export starts one")
+
+
+@engine_app.command("stop")
+def engine_stop(ctx: typer.Context) -> None:
+    """Stop the warm Spark engines of this state directory (they also stop by themselves when idle)."""
+    from ocigroup_cli.export import engine
+
+    stopped = engine.running()
+    for e in stopped:
+        engine.stop(e, globals_of(ctx).clock)
+    console.notice(f"stopped {len(stopped)} warm Spark engine(s)." if stopped else "no warm Spark engine was running.")

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+import contextlib
+import itertools
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
-from ocigroup_cli.core.balance import moves
+from ocigroup_cli.core.health import SEVERITIES, fails
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
+from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import parse_duration_ms
+from ocigroup_cli.core.watch import Event, Held, Member, Watch
 from ocigroup_cli.errors import ThresholdExceeded, UsageError
 
 if TYPE_CHECKING:
+    from rich.console import Group
+    from rich.live import Live
+    from rich.table import Table
+
+    from ocigroup_cli.ops.health import Health
     from ocigroup_cli.ops.inspect import GroupView
 
 
@@ -25,11 +34,11 @@ def _table(view: GroupView) -> object:
         [
             p.partition,
             p.instance,
-            None if p.seconds_left is None else f"{p.seconds_left:.0f}s",
+            None if p.seconds_left is None else human_duration(p.seconds_left),
             p.committed_offset,
             p.next_offset,
             f"≥{p.lag_messages}" if p.lag_capped else p.lag_messages,
-            None if p.time_lag_s is None else f"{p.time_lag_s:.1f}s",
+            None if p.time_lag_s is None else human_duration(p.time_lag_s),
         ]
         for p in view.partitions
     ]
@@ -37,7 +46,7 @@ def _table(view: GroupView) -> object:
     b = view.balance
     title = (
         f"group {view.group} on {view.stream} at {view.at}: total lag {capped}{view.total_lag}, "
-        f"max time lag {view.max_time_lag_s:.1f}s, {len(b.instances)} instance(s), "
+        f"max time lag {human_duration(view.max_time_lag_s)}, {len(b.instances)} instance(s), "
         f"{'balanced' if b.ok else 'NOT balanced'} ({b.expected_min}-{b.expected_max} per instance)"
     )
     return console.table(COLUMNS, rows, title=title)
@@ -53,32 +62,154 @@ def _balance_warnings(view: GroupView) -> None:
         console.warn(f"instance {name} holds {b.instances[name]} partitions (expected at least {b.expected_min})")
 
 
+def _render(view: GroupView, health: Health | None) -> object:
+    if health is None:
+        return _table(view)
+    from rich.console import Group
+
+    return Group(*(cast("Table", t) for t in (_table(view), _health_table(health))))
+
+
+def _health_table(health: Health) -> object:
+    rows = [[v.partition, v.verdict, v.reason] for v in health.partitions]
+    title = (
+        f"health: {health.verdict} (the worst partition's; {health.samples} sample(s), "
+        f"window {human_duration(health.window_s)})"
+    )
+    return console.table(["PARTITION", "HEALTH", "WHY"], rows, title=title)
+
+
+def _thresholds(view: GroupView, health: Health | None, fail_on_lag: int | None, time_limit: float | None,
+                fail_on: tuple[str | None, str | None]) -> None:  # fmt: skip
+    """Exit 5 (ThresholdExceeded) when the last view crosses a --fail-on-* threshold."""
+    capped = "≥" if any(p.lag_capped for p in view.partitions) else ""
+    if fail_on_lag is not None and view.total_lag > fail_on_lag:
+        raise ThresholdExceeded(f"total lag {capped}{view.total_lag} exceeds --fail-on-lag {fail_on_lag}.")
+    if time_limit is not None and view.max_time_lag_s > time_limit:
+        raise ThresholdExceeded(
+            f"time lag {human_duration(view.max_time_lag_s)} exceeds --fail-on-time-lag {fail_on[0]}."
+        )
+    if health is not None and fail_on[1] is not None and fails(health.verdict, fail_on[1]):
+        bad = [f"partition {v.partition} {v.verdict}: {v.reason}" for v in health.partitions if v.verdict != "OK"]
+        raise ThresholdExceeded(f"health {health.verdict} meets --fail-on-health {fail_on[1]}: {'; '.join(bad)}.")
+
+
+def _parse(interval: str, fail_on_time_lag: str | None, window: str, fail_on_health: str | None) -> tuple[float, ...]:
+    try:
+        wait_s = parse_duration_ms(interval) / 1000
+        time_limit = -1.0 if fail_on_time_lag is None else parse_duration_ms(fail_on_time_lag) / 1000
+        window_ms = parse_duration_ms(window)
+    except ValueError as exc:
+        raise UsageError(f"{exc}.") from None
+    if fail_on_health is not None and fail_on_health.upper() not in SEVERITIES[1:]:
+        raise UsageError(f"--fail-on-health must be WARN or ERROR, not {fail_on_health!r}.")
+    return wait_s, time_limit, window_ms
+
+
+EVENTS_SHOWN = 8  # the watch screen keeps this many of the latest events
+
+
+def _held(view: GroupView) -> list[Held]:
+    return [
+        Held(
+            p.partition,
+            p.instance,
+            parse_rfc3339_ms(p.reserved_until) if p.reserved_until else None,
+            p.committed_offset,
+            p.lag_messages,
+        )
+        for p in view.partitions
+    ]
+
+
+def _live() -> Live:
+    from rich.live import Live
+
+    return Live(console=console.screen(), auto_refresh=False, redirect_stdout=False, redirect_stderr=False)
+
+
+def _members(members: list[Member]) -> Table:
+    rows = [
+        [
+            m.instance,
+            ",".join(map(str, m.partitions)),
+            human_duration(m.left_s),
+            f"SILENT {human_duration(m.renewed_s)}" if m.silent else f"{human_duration(m.renewed_s)} ago",
+        ]
+        for m in members
+    ]
+    return console.table(["INSTANCE", "PARTITIONS", "LEFT", "LAST HEARTBEAT"], rows, title=f"{len(members)} member(s)")
+
+
+def _screen(view: GroupView, health: Health | None, members: list[Member], events: list[Event], now_ms: int) -> Group:
+    """The watch screen: the latest events first (a long table must not push them off the screen), the members,
+    the partitions, the health."""
+    from rich.console import Group
+    from rich.text import Text
+
+    parts: list[Any] = [Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
+    parts += [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {e.text}") for e in events] or [Text("no events yet")]
+    parts += [Text(""), _members(members), Text(""), _table(view)]
+    if health is not None:
+        parts += [Text(""), _health_table(health)]
+    return Group(*parts)
+
+
+def _print(view: GroupView, health: Health | None, events: list[Event], out: str, watch: bool) -> None:
+    """Off a terminal, or without --watch: events as notices (and, for JSON and YAML, as documents), then the
+    snapshot."""
+    for e in events:
+        console.notice(e.text)
+        if out != "table":
+            console.emit({**e.to_json(), "at": ms_to_rfc3339(e.at_ms)}, out, one_line=True)
+    doc = view.to_json() if health is None else {**view.to_json(), "health": health.to_json()}
+    if watch and out != "table":
+        doc = {"event": "snapshot", **doc}
+    console.emit(doc, out, lambda: _render(view, health), one_line=watch)
+    _balance_warnings(view)
+
+
+GroupArg = Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")]
+WatchOpt = Annotated[
+    bool, typer.Option("--watch", "-w", help="Redraw in place until interrupted, with a log of what happened.")
+]
+Interval = Annotated[str, typer.Option(help="Refresh interval for --watch (e.g. 2s).")]
+Iterations = Annotated[int | None, typer.Option(help="Stop --watch after this many refreshes.", min=1)]
+LagCap = Annotated[int, typer.Option(help="Count lag up to this many messages per partition.", min=1, max=10_000)]
+FailOnLag = Annotated[int | None, typer.Option(help="Exit 5 when the total message lag exceeds this.", min=0)]
+FailOnTimeLag = Annotated[str | None, typer.Option(help="Exit 5 when any partition's time lag exceeds this (e.g. 5m).")]
+HealthOpt = Annotated[
+    bool, typer.Option("--health", help="Judge each partition OK, LAGGING, STALLED, STOPPED or REWOUND.")
+]
+HealthWindow = Annotated[str, typer.Option(help="Judge health over the samples of this last period (e.g. 10m).")]
+FailOnHealth = Annotated[
+    str | None, typer.Option(help="Exit 5 when the group's health is at least WARN or ERROR (implies --health).")
+]
+
+
 def inspect(
     ctx: typer.Context,
-    group: Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")] = None,
+    group: GroupArg = None,
     output: OutputOption = None,
-    watch: Annotated[bool, typer.Option("--watch", "-w", help="Redraw until interrupted; print rebalances.")] = False,
-    interval: Annotated[str, typer.Option(help="Refresh interval for --watch (e.g. 2s).")] = "2s",
-    iterations: Annotated[int | None, typer.Option(help="Stop --watch after this many refreshes.", min=1)] = None,
-    lag_cap: Annotated[
-        int, typer.Option(help="Count lag up to this many messages per partition.", min=1, max=10_000)
-    ] = (DEFAULT_LAG_CAP),
-    fail_on_lag: Annotated[
-        int | None, typer.Option(help="Exit 5 when the total message lag exceeds this.", min=0)
-    ] = None,
-    fail_on_time_lag: Annotated[
-        str | None, typer.Option(help="Exit 5 when any partition's time lag exceeds this (e.g. 5m).")
-    ] = None,
+    watch: WatchOpt = False,
+    interval: Interval = "2s",
+    iterations: Iterations = None,
+    lag_cap: LagCap = DEFAULT_LAG_CAP,
+    fail_on_lag: FailOnLag = None,
+    fail_on_time_lag: FailOnTimeLag = None,
+    health: HealthOpt = False,
+    health_window: HealthWindow = "10m",
+    fail_on_health: FailOnHealth = None,
 ) -> None:
     """Show every partition: owner, time left on its reservation, committed offset, lag; then the balance.
 
+    With --health, each run keeps its sample in the state directory and judges the group over the window.
+
     Example (cron): ocigroup inspect billing --fail-on-lag 10000 --fail-on-time-lag 15m -o json
+    Example (cron): ocigroup inspect billing --fail-on-health ERROR
     """
-    try:
-        wait_s = parse_duration_ms(interval) / 1000
-        time_limit = None if fail_on_time_lag is None else parse_duration_ms(fail_on_time_lag) / 1000
-    except ValueError as exc:
-        raise UsageError(f"{exc}.") from None
+    wait_s, time_limit, window_ms = _parse(interval, fail_on_time_lag, health_window, fail_on_health)
+    from ocigroup_cli.ops.health import assess
     from ocigroup_cli.ops.inspect import describe
 
     g = globals_of(ctx)
@@ -86,23 +217,24 @@ def inspect(
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
     out = fmt(ctx, output)
-    previous: dict[int, str | None] | None = None
-    shown = 0
-    while True:
-        view = describe(s.client, s.stream, name, g.clock.time_ms(), lag_cap)
-        if previous is not None:
-            for p, old, new in moves(previous, view.owners()):
-                console.notice(f"partition {p}: {old or '-'} → {new or '-'}")
-        if watch and out == "table" and console.out().is_terminal:
-            console.out().clear()
-        console.emit(view.to_json(), out, lambda: _table(view))  # noqa: B023 - called before the loop moves on
-        _balance_warnings(view)
-        previous = view.owners()
-        shown += 1
-        if not watch or (iterations is not None and shown >= iterations):
-            break
-        g.clock.sleep(wait_s)
-    if fail_on_lag is not None and view.total_lag > fail_on_lag:
-        raise ThresholdExceeded(f"total lag {view.total_lag} exceeds --fail-on-lag {fail_on_lag}.")
-    if time_limit is not None and view.max_time_lag_s > time_limit:
-        raise ThresholdExceeded(f"time lag {view.max_time_lag_s:.1f}s exceeds --fail-on-time-lag {fail_on_time_lag}.")
+    judged = health or fail_on_health is not None
+    tracker = Watch()
+    shown: list[Event] = []
+    on_screen = watch and out == "table" and console.out().is_terminal
+    with _live() if on_screen else contextlib.nullcontext() as live:
+        for turn in itertools.count(1):
+            now = g.clock.time_ms()
+            view = describe(s.client, s.stream, name, now, lag_cap)
+            verdict = assess(view, s.stream.id, now, int(window_ms)) if judged else None
+            events = tracker.sample(now, _held(view))
+            shown = (shown + events)[-EVENTS_SHOWN:]
+            if live is not None:
+                live.update(_screen(view, verdict, tracker.members(now), shown, now), refresh=True)
+            else:
+                _print(view, verdict, events, out, watch)
+            if not watch or (iterations is not None and turn >= iterations):
+                break
+            g.clock.sleep(wait_s)
+    limit = None if time_limit < 0 else time_limit
+    fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
+    _thresholds(view, verdict, fail_on_lag, limit, fail_on)

@@ -9,13 +9,14 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.core.timespec import Position, parse_duration_ms, parse_position
 from ocigroup_cli.errors import OcigroupError, UsageError
 
 if TYPE_CHECKING:
     from ocigroup_cli.ops.reset import Plan
 
-COLUMNS = ["PARTITION", "INSTANCE", "COMMITTED", "RESUMES-AT", "WILL-RESUME-AT", "REPLAY", "SKIP"]
+COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "RESUMES-AT", "WILL-RESUME-AT", "REPLAY", "SKIP"]
 
 
 def _table(p: Plan) -> object:
@@ -26,6 +27,7 @@ def _table(p: Plan) -> object:
         [
             x.partition,
             x.instance,
+            human_duration(p.expires_in_s[x.instance]) if x.instance in p.expires_in_s else None,
             x.committed_offset,
             x.resume_now if x.resume_now is not None else "end",
             x.resume_after if x.resume_after is not None else "end",
@@ -86,17 +88,26 @@ def reset(
         return
     if the_plan.live_instances and not force:
         console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
+        expiry = ", ".join(
+            f"{who} expires in {human_duration(the_plan.expires_in_s[who])}" for who in the_plan.live_instances
+        )
         raise OcigroupError(
-            f"group {name!r} has live instances ({', '.join(the_plan.live_instances)}): a reset moves them too.",
-            "stop them first, or pass --force to reset anyway",
+            f"group {name!r} has live instances ({expiry}): a reset moves them too.",
+            "wait for them to expire (a stopped instance's reservation runs out by itself), or pass --force",
         )
     if not yes:
         if not console.is_tty(sys.stdin):
             raise UsageError("refusing to reset without --yes when not on a terminal.")
         console.out().print(_table(the_plan))
         if not typer.confirm(f"Reset group {name!r} to {target.describe()}?", default=False):
-            raise OcigroupError("reset cancelled; nothing changed.")
+            console.notice("reset cancelled; nothing changed.")
+            return
     record = apply(s.client, s.stream, the_plan, g.clock.time_ms())
-    rows = [[r["partition"], r["committed_before"], r["committed_after"]] for r in record["result"]]
-    console.emit(record, out, lambda: console.table(["PARTITION", "BEFORE", "AFTER"], rows, title="reset applied"))
-    console.notice(f"reset applied; record written to {record['record_file']}")
+    rows = [[r["partition"], r["committed_before"], _next(r["next_read"])] for r in record["result"]]
+    title = f"reset applied to group {name!r}"
+    console.emit(record, out, lambda: console.table(["PARTITION", "COMMITTED BEFORE", "READS NEXT"], rows, title=title))
+    console.notice(f"record written to {record['record_file']}")
+
+
+def _next(offset: int | None) -> str:
+    return "new messages only" if offset is None else f"offset {offset}"

@@ -42,3 +42,18 @@ def parse_rfc3339_ms(text: str) -> int:
     except ValueError as exc:
         raise ValueError(f"{text!r} is not a valid date and time: {exc}") from None
     return datetime_to_ms(value)
+
+
+def human_duration(seconds: float) -> str:
+    """A duration as a person reads it: `4.2s`, `42s`, `17m 22s`, `3h 05m`, `2d 4h`."""
+    if seconds < 10:
+        return f"{max(seconds, 0.0):.1f}s"
+    whole = round(seconds)
+    minutes, secs = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"

@@ -43,6 +43,7 @@ def environment() -> list[tuple[str, str]]:
         ("XDG_STATE_HOME", "Base of the default state directory (default ~/.local/state)."),
         ("NO_COLOR", "When set, nothing is coloured and no escape sequence is written."),
         ("TERM", "dumb (or unknown): no escape sequences, as with NO_COLOR."),
+        ("COLUMNS", "Width to draw tables and help at (else the terminal's own width)."),
         ("https_proxy", "Proxy (http://[user:password@]host:port) for https endpoints; HTTPS_PROXY too."),
         ("http_proxy", "Proxy for plain http endpoints that are not loopback; HTTP_PROXY too."),
         ("all_proxy", "Proxy when the scheme's own variable is not set; ALL_PROXY too."),
@@ -53,6 +54,7 @@ def environment() -> list[tuple[str, str]]:
         ("OCI_DEFAULT_REALM", "Domain of regions that are in no table (as for the oci SDK)."),
         ("JAVA_HOME", "The Java installation export runs Spark with (else java on PATH)."),
         ("SPARK_HOME", "The Spark installation export uses (else the installed pyspark package)."),
+        ("PYSPARK_GATEWAY_PORT", "Set by spark-submit for the job it runs: export then uses spark-submit's master."),
         ("_OCIGROUP_COMPLETE", "Set by the shell completion scripts when they call ocigroup back; not for users."),
     ]
     settings = []
@@ -84,10 +86,19 @@ FILES = (
     File("local/lock", "Taken while the local profile makes its key pair, emulator and stream (first use)."),
     File("streams.json", "Cached stream locations (OCID, partitions, messages endpoint)."),
     File("resets/", "A JSON record of every reset --execute."),
-    File("logs/", "Logs of the Spark jobs run by export."),
+    File("logs/", "Logs of the Spark jobs run by export and of the warm Spark engine."),
+    File(
+        "engine/",
+        "The warm Spark engine's record (port, pid, session) per interpreter, versions and master, its lock and "
+        "the time of its last use; the engine stops after export.idle_minutes without one.",
+    ),
     File(
         "cache/",
         "The Spark JVM's class archive, recorded by the first export so later ones start sooner; safe to delete.",
+    ),
+    File(
+        "health/",
+        "Samples of inspect --health (the last 200 per stream and group), judged over --health-window.",
     ),
     File("crash.log", "Details of internal errors (exit status 3)."),
 )

@@ -1,16 +1,23 @@
 """The export job on the driver: Spark reads the plan's slices and writes them beside the target directory;
 the part files get stable names, the manifest is written last, and only then is the directory renamed into
 place. A failed or interrupted run removes its partial directory and leaves the target untouched.
+
+A run holds a lock on `DIR.partial-<id>.lock` while `DIR.partial-<id>` (and `.progress`, its readers' row counts)
+exist; a run killed with -9 cannot remove them, so every export to DIR first removes those whose lock nobody
+holds any more, and asks Spark to stop the killed run's job.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import glob
 import json
 import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +65,7 @@ def _frame(spark: SparkSession, plan: Plan, fmt: str) -> DataFrame:
 
 
 def _write(spark: SparkSession, plan: Plan, target: Target, partial: Path) -> None:
-    writer = _frame(spark, plan, target.fmt).write.mode("errorifexists")
+    writer = _frame(spark, plan, target.fmt).write.mode("error")
     if target.fmt == "parquet":
         writer.parquet(str(partial))
     elif target.fmt == "jsonl":
@@ -125,6 +132,99 @@ def build_manifest(
     }
 
 
+@dataclass(frozen=True)
+class Claim:
+    """One run's place beside the target: its partial directory, the progress directory its readers count rows
+    in, and the lock file (holding the run's Spark job tag) that says the run is alive."""
+
+    partial: Path
+    tag: str
+
+    @property
+    def progress(self) -> Path:
+        return self.partial.with_name(self.partial.name + ".progress")
+
+    @property
+    def lock(self) -> Path:
+        return self.partial.with_name(self.partial.name + ".lock")
+
+    @property
+    def taking(self) -> Path:  # the lock file while it is being taken
+        return self.partial.with_name(self.partial.name + ".taking")
+
+
+@contextlib.contextmanager
+def claim(out: Path, interrupt: Callable[[str], None] | None = None) -> Iterator[Claim]:
+    """Sweep what killed runs left beside `out` (asking `interrupt` to stop their Spark jobs, which a shared
+    engine would otherwise finish), then hold a new claim for this run; everything of it is removed at the end.
+    The lock is taken on a private name and renamed into place, so no sweeper ever sees it unheld."""
+    sweep(out, interrupt)
+    run_id = uuid.uuid4().hex[:12]
+    mine = Claim(out.with_name(f"{out.name}.partial-{run_id}"), f"ocigroup-export-{run_id}")
+    taking = mine.taking
+    try:
+        fd = os.open(taking, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise UsageError(f"--out {out.parent}: cannot write there ({exc.strerror}).") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, mine.tag.encode())
+        taking.rename(mine.lock)
+        mine.progress.mkdir()
+        yield mine
+    finally:
+        for directory in (mine.partial, mine.progress):
+            shutil.rmtree(directory, ignore_errors=True)
+        mine.lock.unlink(missing_ok=True)
+        taking.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _dead_owner(run: Claim) -> str | None:
+    """The job tag of a run whose lock nobody holds any more ("" when it left no tag); None while it lives."""
+    for lock in (run.lock, run.taking):
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while its run is alive
+            return os.read(fd, 200).decode(errors="replace")
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+    return ""  # no lock file: its run ended, or predates lock files
+
+
+def sweep(out: Path, interrupt: Callable[[str], None] | None = None) -> list[Path]:
+    """Remove what runs to `out` left when they were killed, once their owner is gone; the directories removed."""
+    runs: dict[str, list[Path]] = {}
+    for path in out.parent.glob(f"{glob.escape(out.name)}.partial-*"):
+        stem = path.name
+        for suffix in (".lock", ".taking", ".progress"):
+            stem = stem.removesuffix(suffix)
+        runs.setdefault(stem, []).append(path)
+    removed = []
+    for stem, paths in sorted(runs.items()):
+        run = Claim(out.parent / stem, "")
+        tag = _dead_owner(run)
+        if tag is None:
+            continue
+        if tag and interrupt is not None:
+            with contextlib.suppress(Exception):  # best effort: the job may be long gone
+                interrupt(tag)
+        for path in paths:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                removed += [path] if path == run.partial else []
+            else:
+                path.unlink(missing_ok=True)
+    return removed
+
+
 def _fsync_write(path: Path, text: str) -> None:
     with path.open("w") as f:
         f.write(text)
@@ -140,27 +240,31 @@ def run(
     clock: Clock,
     log: Path | None = None,
     write: Callable[[Path], None] | None = None,
+    cancel: Callable[[], None] | None = None,
+    mine: Claim | None = None,
 ) -> dict[str, Any]:
-    """Export `plan` to `target.out` and return its manifest. `write` replaces the Spark write (baseline)."""
+    """Export `plan` to `target.out` and return its manifest. `write` replaces the Spark write (baseline);
+    `cancel` stops Spark's work when the export is interrupted; `mine`: the claim the caller holds, else one is
+    taken here."""
+    if mine is None:
+        with claim(target.out) as taken:
+            return run(spark, plan, target, meta, clock, log, write, cancel, taken)
     target.check()  # again here: the command checked before starting Spark, but the directory may appear since
-    partial = target.out.with_name(f"{target.out.name}.partial-{uuid.uuid4().hex[:12]}")
-    try:
-        if write is not None:
-            write(partial)
-        elif plan.slices and spark is not None:
-            try:
-                _write(spark, plan, target, partial)
-            except KeyboardInterrupt:
-                spark.sparkContext.cancelAllJobs()
-                raise
-            except Exception as exc:  # noqa: BLE001 - py4j and pyspark errors share nothing but their text
-                raise _spark_failure(exc, log) from None
-        partial.mkdir(exist_ok=True)
-        _stable_names(partial, plan, target.fmt)
-        doc = build_manifest(plan, target, partial, meta, plan.end_ms, clock.time_ms())
-        _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")
-        partial.rename(target.out)
-    finally:
-        if partial.exists():
-            shutil.rmtree(partial, ignore_errors=True)
+    partial = mine.partial
+    if write is not None:
+        write(partial)
+    elif plan.slices and spark is not None:
+        try:
+            _write(spark, plan, target, partial)
+        except KeyboardInterrupt:
+            if cancel is not None:
+                cancel()
+            raise
+        except Exception as exc:  # noqa: BLE001 - py4j and pyspark errors share nothing but their text
+            raise _spark_failure(exc, log) from None
+    partial.mkdir(exist_ok=True)
+    _stable_names(partial, plan, target.fmt)
+    doc = build_manifest(plan, target, partial, meta, plan.end_ms, clock.time_ms())
+    _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")
+    partial.rename(target.out)
     return doc

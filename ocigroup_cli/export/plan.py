@@ -92,6 +92,7 @@ class Plan:
     ranges: list[PartitionRange]
     slices: list[Slice] = field(default_factory=list)
     limit: int = 10_000
+    progress: str | None = None  # a directory where each slice's reader keeps its row count
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -108,6 +109,7 @@ class Plan:
             ranges=[PartitionRange(**r) for r in d["ranges"]],
             slices=[Slice(**s) for s in d["slices"]],
             limit=d["limit"],
+            progress=d.get("progress"),
         )
 
     @property

@@ -20,6 +20,7 @@ from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 from ocigroup_cli.errors import BadRequest, ExitCode, OcigroupError, TransientError, UsageError
 from ocigroup_cli.export.plan import Plan, Slice
+from ocigroup_cli.export.progress import SliceCounter
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -149,9 +150,12 @@ def read_batches(plan: Plan, s: Slice, schema: pa.Schema | None = None) -> Itera
     """The slice as Arrow batches, with every failure turned into a `TaskError` the driver can decode."""
     schema = schema or arrow_schema()
     client, stream = client_for(plan)
+    counter = SliceCounter(plan.progress, s.file_stem)
     try:
         for messages in read_slice(client, stream, plan, s):
             yield to_batch(messages, stream.name, schema)
+            counter.add(len(messages))
+        counter.finish()
     except OcigroupError as exc:
         raise TaskError(exc) from None
     finally:

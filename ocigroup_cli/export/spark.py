@@ -8,7 +8,9 @@ progress bar is drawn even off a TTY unless turned off.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.errors import OcigroupError, TransientError, UsageError
 from ocigroup_cli.export import classcache
 from ocigroup_cli.export.classcache import ClassCache
 
@@ -53,16 +55,25 @@ def stderr_to(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+_LOCAL = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?")
+
+
 def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+def under_spark_submit() -> bool:
+    """Run by `spark-submit` (its Python runner hands us its JVM): its --master and settings are the ones used."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def check_master(master: str) -> None:
-    if is_local(master) or master.startswith(("spark://", "yarn", "k8s://", "mesos://", "sc://")):
+    """The master's form: Spark itself may still refuse one (yarn without its configuration, say)."""
+    if _LOCAL.fullmatch(master) or master.startswith(("spark://", "yarn", "k8s://", "sc://")):
         return
     raise UsageError(
         f"--master {master!r} is not a Spark master URL.",
-        "use local[*], local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT",
+        "use local[*], local[N], spark://HOST:PORT, sc://HOST:PORT (Spark Connect), yarn or k8s://https://HOST:PORT",
     )
 
 
@@ -120,31 +131,61 @@ def _launch(
 
     if cache is not None:
         java_opts += " " + cache.java_options()
+    for name in CONNECT_MODE_VARS:  # set by any earlier Spark Connect session of this process (tests share one)
+        os.environ.pop(name, None)
+    builder = SparkSession.builder if under_spark_submit() else SparkSession.builder.master(master)
     builder = (
-        SparkSession.builder.master(master)
+        builder.config("spark.api.mode", "classic")
         .appName("ocigroup-export")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", driver_memory)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .config("spark.executor.heartbeatInterval", "1s")
         .config("spark.driver.extraJavaOptions", java_opts)
     )
-    for key, value in extra.items():
+    for key, value in {**SESSION_CONF, **extra}.items():
         builder = builder.config(key, value)
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # an interrupted call is ours to report, in one line
+    logged = log.stat().st_size if log.exists() else 0
     try:
         with stderr_to(log):
             session = builder.getOrCreate()
     except PySparkException as exc:
         if "JAVA_GATEWAY_EXITED" in str(exc):
+            reason = refusal_in_log(log, logged)  # spark-submit refusing the master, say
+            if reason:
+                raise UsageError(
+                    f"Spark refused to start with --master {master}: {reason}", f"details in {log}"
+                ) from None
             raise OcigroupError(
                 "Spark could not start its JVM (Java 17 or newer is required).", f"details in {log}"
             ) from None
         raise OcigroupError(f"Spark could not start: {str(exc).splitlines()[0]}", f"details in {log}") from None
+    except Exception as exc:  # noqa: BLE001 - py4j's Java errors: Spark refusing the master, mostly
+        raise refused(master, exc, log) from None
     return session
+
+
+def refusal_in_log(log: Path, since: int = 0) -> str | None:
+    """The reason of the last Java exception Spark logged after byte `since` of `log` (its stack lines aside)."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(since)
+            lines = fh.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    causes = [ln.split("Exception: ", 1)[1].strip() for ln in lines if "Exception: " in ln and not ln[:1].isspace()]
+    return causes[-1] if causes else None
+
+
+def refused(master: str, exc: Exception, log: Path) -> UsageError:
+    """Spark refused to start a session for `master`: its own reason, in one line."""
+    text = str(exc)
+    reasons = [ln.split("Exception: ", 1)[1] for ln in text.splitlines() if "Exception: " in ln]
+    reason = reasons[0] if reasons else (text.strip().splitlines() or [type(exc).__name__])[0]
+    return UsageError(f"Spark refused to start with --master {master}: {reason.strip()}", f"details in {log}")
 
 
 def class_cache(now_ms: int) -> ClassCache | None:
@@ -172,16 +213,54 @@ def _source() -> type:
     return StreamSource
 
 
-def ship_package(session: SparkSession) -> None:
-    """Send this package to the executors as a zip (they need pyarrow and cryptography installed already)."""
+def _package_zip() -> str:
+    """This package as a zip, for executors or a Spark Connect server that do not have it installed."""
     import ocigroup_cli
 
     package_dir = Path(ocigroup_cli.__file__).parent
     work = Path(tempfile.mkdtemp(prefix="ocigroup-ship-"))
-    archive = shutil.make_archive(
+    return shutil.make_archive(
         str(work / "ocigroup_cli"), "zip", root_dir=package_dir.parent, base_dir=package_dir.name
     )
-    session.sparkContext.addPyFile(archive)
+
+
+def ship_package(session: SparkSession) -> None:
+    """Send this package to the executors (they need pyarrow and cryptography installed already)."""
+    session.sparkContext.addPyFile(_package_zip())
+
+
+CONNECT_MODE_VARS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+SESSION_CONF = {  # what every export's session needs, set per session where the server is not ours
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.chunkBase64String.enabled": "false",  # base64() breaks lines every 76 characters otherwise
+}
+
+
+def connect(url: str, ship: bool) -> SparkSession:
+    """A Spark Connect session at `url`, ready for exports; `ship`: send this package to the server first (its
+    Python workers must import it to read)."""
+    from pyspark.sql import SparkSession
+
+    logging.getLogger("pyspark").setLevel(logging.CRITICAL)  # an interrupted call is ours to report, in one line
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    try:
+        session = SparkSession.builder.remote(url).getOrCreate()
+        # a server that is gone fails in seconds, not after the client's default 10 minutes of retries
+        session.client.set_retry_policies([DefaultPolicy(max_retries=5, initial_backoff=100, max_backoff=2000)])
+        for name, value in SESSION_CONF.items():
+            session.conf.set(name, value)
+        if ship:
+            session.addArtifacts(_package_zip(), pyfile=True)
+        session.dataSource.register(_source())
+    except Exception as exc:  # noqa: BLE001 - grpc and Spark Connect errors share nothing but their text
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise TransientError(
+            f"cannot use the Spark Connect server at {url.split('/;')[0]}: {first}",
+            "is it running, and is its Spark version 4.0 or newer?",
+        ) from None
+    return session
 
 
 def log_path() -> Path:
@@ -190,36 +269,30 @@ def log_path() -> Path:
     return state_dir() / "logs" / "spark-export.log"
 
 
+def is_connect(session: object) -> bool:
+    """A Spark Connect session (the classic ones run their JVM in this process, through py4j)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def _master_of(session: SparkSession | None, master: str) -> str:
+    """The master the session runs on (spark-submit may have set it), else the one asked for."""
+    if session is None:
+        return master
+    if is_connect(session):
+        return str(session.conf.get("spark.master", master))
+    return str(session.sparkContext.master)
+
+
 def meta(session: SparkSession | None, master: str, profile_name: str) -> dict[str, object]:
     """The manifest's provenance: tool and Spark versions, the master, the profile's name (never its secrets)."""
     from importlib.metadata import version
 
     from ocigroup_cli import __version__
 
-    return {
-        "tool": {"name": "ocigroup", "version": __version__},
-        "spark": {
-            "version": session.version if session is not None else version("pyspark"),
-            "master": session.sparkContext.master if session is not None else master,  # spark-submit may set it
-        },
-        "profile": profile_name,
+    used: dict[str, object] = {
+        "version": session.version if session is not None else version("pyspark"),
+        "master": _master_of(session, master),  # for a Spark Connect server, the master it runs on
     }
-
-
-def progress(session: SparkSession) -> tuple[int, int]:
-    """(tasks finished, rows written so far) of the running job, from Spark's status store."""
-    sc = session.sparkContext
-    tracker = sc.statusTracker()
-    done = 0
-    for stage in tracker.getActiveStageIds():
-        info = tracker.getStageInfo(stage)
-        if info is not None:
-            done += info.numCompletedTasks
-    rows = 0
-    try:
-        stages = sc._jsc.sc().statusStore().activeStages()  # JVM side: per-stage output record counts
-        for i in range(stages.size()):
-            rows += int(stages.apply(i).outputRecords())
-    except Exception:  # noqa: BLE001 - a cosmetic figure; the JVM API may differ between Spark versions
-        pass
-    return done, rows
+    if master.startswith("sc://"):
+        used["connect"] = master.split("/;")[0]  # without session parameters (a token, say)
+    return {"tool": {"name": "ocigroup", "version": __version__}, "spark": used, "profile": profile_name}

@@ -36,6 +36,7 @@ class Plan:
     target: Position
     partitions: list[PartitionPlan]
     live_instances: list[str]
+    expires_in_s: dict[str, float]  # per live instance: when its last reservation runs out
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +44,7 @@ class Plan:
             "group": self.group,
             "target": self.target.describe(),
             "live_instances": self.live_instances,
+            "expires_in_s": self.expires_in_s,
             "partitions": [asdict(p) for p in self.partitions],
         }
 
@@ -65,6 +67,11 @@ def _count(
 def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Position, now_ms: int) -> Plan:
     reservations = {r.partition: r for r in client.get_group(stream, group)}
     live = sorted({r.instance for r in reservations.values() if r.live(now_ms) and r.instance})
+    expires = {
+        name: round(max((r.reserved_until_ms or now_ms) - now_ms for r in reservations.values() if r.instance == name)
+                    / 1000, 1)
+        for name in live
+    }  # fmt: skip
     parts = []
     for p in range(stream.partitions):
         r = reservations.get(p)
@@ -83,7 +90,7 @@ def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Positi
                 p, committed, r.instance if r and r.live(now_ms) else None, now_at, after_at, replay, skip, capped
             )
         )
-    return Plan(stream.name, group, target, parts, live)
+    return Plan(stream.name, group, target, parts, live, expires)
 
 
 def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: int) -> dict[str, Any]:
@@ -99,6 +106,7 @@ def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: i
                 "partition": p.partition,
                 "committed_before": p.committed_offset,
                 "committed_after": after.get(p.partition),
+                "next_read": p.resume_after,  # the first offset the group reads now (None: new messages only)
             }
             for p in the_plan.partitions
         ],

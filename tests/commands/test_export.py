@@ -168,6 +168,8 @@ def test_a_failed_task_leaves_no_partial_directory_and_one_clear_line(exporting,
         (["--partition", "0", "--from-offset", "0", "--from-time", "1h"], ExitCode.USAGE, "not both"),
         (["--partition", "0", "--from-time", "yesterday-ish"], ExitCode.USAGE, "--from-time"),
         (["--partition", "0", "--from-offset", "0", "--master", "lokal[2]"], ExitCode.USAGE, "not a Spark master"),
+        (["--partition", "0", "--from-offset", "0", "--master", "local[two]"], ExitCode.USAGE, "not a Spark master"),
+        (["--partition", "0", "--from-offset", "0", "--master", "local[0]"], ExitCode.USAGE, "not a Spark master"),
         (
             ["--partition", "0", "--from-offset", "0", "--format", "xml"],
             ExitCode.USAGE,
@@ -216,7 +218,10 @@ def test_the_first_export_records_the_class_archive_and_later_exports_map_it(cli
         out = tmp_path / f"run-{run_number}"
         args = ["--config", cli.config, "-o", "json", "export", "--partition", "0-3", "--from-offset", "0"]
         proc = subprocess.run(
-            [sys.executable, "-m", "ocigroup_cli", *args, "--out", str(out)], capture_output=True, text=True
+            [sys.executable, "-m", "ocigroup_cli", *args, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "OCIGROUP_EXPORT_ENGINE": "cold"},  # the archive is the cold JVM's
         )
         assert proc.returncode == 0, proc.stderr
         digests.append(json.loads(proc.stdout)["content_digest"]["value"])  # nothing but the manifest

@@ -68,7 +68,7 @@ def test_live_instances_block_execute_unless_forced(cli, sdk):
     sid = stream_id(sdk)
     sdk.group_cursor(sid, "billing", "busy")
     r = cli("reset", "--to", "latest", "--execute", "--yes")
-    assert r.code == 1 and "live instances (busy)" in r.err and "--force" in r.err
+    assert r.code == 1 and "live instances (busy expires in 30s)" in r.err and "--force" in r.err
     assert cli("reset", "--to", "latest", "--execute", "--yes", "--force").code == 0
 
 

@@ -58,13 +58,21 @@ class Screen:
 
 
 def on_pty(
-    args: Sequence[str], env: Mapping[str, str], columns: int = 80, rows: int = 24, timeout: float = 30
+    args: Sequence[str],
+    env: Mapping[str, str],
+    columns: int = 80,
+    rows: int = 24,
+    timeout: float = 30,
+    size_vars: bool = True,
 ) -> Screen:
-    """Run `ocigroup ARGS` with stdin, stdout and stderr on a new pseudo-terminal of the given size."""
+    """Run `ocigroup ARGS` with stdin, stdout and stderr on a new pseudo-terminal of the given size; with
+    `size_vars` False, COLUMNS and LINES are not set (shells do not export them): only the terminal knows."""
     master, slave = pty.openpty()
     os.set_blocking(master, False)
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     environment = {"TERM": "xterm-256color", **env, "COLUMNS": str(columns), "LINES": str(rows)}
+    if not size_vars:
+        environment = {k: v for k, v in environment.items() if k not in ("COLUMNS", "LINES")}
     proc = subprocess.Popen([exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=environment)
     os.close(slave)
     raw = bytearray()

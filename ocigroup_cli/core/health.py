@@ -1,0 +1,95 @@
+"""A consumer-health verdict per partition, in the spirit of LinkedIn's Burrow, from a short history of samples.
+
+Rules, applied to one partition's samples inside the window (the newest sample is "now"); the first that holds:
+- STOPPED (ERROR): messages wait and no live instance has held the partition in any sample of the window.
+- STALLED (ERROR): messages wait, an instance holds the partition, and its committed offset has not moved over
+  the window.
+- REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say).
+- LAGGING (WARN): the committed offset moves, but the lag grew from every sample to the next and is larger at
+  the end than at the start. A lag at the cap is a lower bound: two capped samples are not "growth".
+- OK: anything else, including an idle partition (nothing waiting) with or without an owner.
+A verdict other than OK needs two samples at least `min_span_ms` apart; with less history the partition is OK
+("too little history"). The group's verdict is its worst partition's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ocigroup_cli.core.timefmt import human_duration
+
+VERDICTS = {"OK": 0, "LAGGING": 1, "REWOUND": 1, "STALLED": 2, "STOPPED": 2}
+SEVERITIES = ("OK", "WARN", "ERROR")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One partition at one time, as `inspect` saw it."""
+
+    at_ms: int
+    committed: int | None
+    lag: int  # messages waiting, counted up to the cap
+    capped: bool  # the count reached the cap: at least `lag`
+    owner: str | None  # the live instance holding it, if any
+
+
+@dataclass(frozen=True)
+class Verdict:
+    partition: int
+    verdict: str  # OK, LAGGING, REWOUND, STALLED, STOPPED
+    reason: str
+
+    @property
+    def severity(self) -> str:
+        return SEVERITIES[VERDICTS[self.verdict]]
+
+
+def _waiting(s: Sample) -> str:
+    return f"{'≥' if s.capped else ''}{s.lag:,}"
+
+
+def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms: int = 0) -> Verdict:
+    """The verdict for one partition from its samples, oldest first; the last one is the live sample."""
+    if not history:
+        return Verdict(partition, "OK", "no samples")
+    now = history[-1]
+    window = [s for s in history if s.at_ms >= now.at_ms - window_ms]
+    span = now.at_ms - window[0].at_ms
+    if len(window) < 2 or span < min_span_ms or span <= 0:
+        return Verdict(partition, "OK", "too little history for a verdict (it grows with each run)")
+    first, took = window[0], human_duration(span / 1000)
+    if now.lag > 0 and all(s.owner is None for s in window):
+        return Verdict(partition, "STOPPED", f"no instance has held it for {took} while {_waiting(now)} wait")
+    if now.lag > 0 and now.owner is not None and all(s.committed == first.committed for s in window):
+        if first.committed is None:
+            return Verdict(partition, "STALLED", f"nothing committed for {took} while {_waiting(now)} wait")
+        return Verdict(
+            partition,
+            "STALLED",
+            f"committed offset {first.committed} has not moved for {took} while {_waiting(now)} wait",
+        )
+    for before, after in itertools.pairwise(window):
+        if before.committed is not None and after.committed is not None and after.committed < before.committed:
+            return Verdict(
+                partition, "REWOUND", f"committed offset went back from {before.committed} to {after.committed}"
+            )
+    if now.committed != first.committed and _growing(window):
+        return Verdict(partition, "LAGGING", f"lag grew from {_waiting(first)} to {_waiting(now)} in {took}")
+    return Verdict(partition, "OK", f"{_waiting(now)} waiting")
+
+
+def _growing(window: Sequence[Sample]) -> bool:
+    """Lag larger at every sample than at the one before (a capped count cannot grow: it is the cap)."""
+    return all(after.lag > before.lag for before, after in itertools.pairwise(window))
+
+
+def worst(verdicts: Iterable[Verdict]) -> str:
+    """The group's verdict: its worst partition's (OK for none)."""
+    return max((v.verdict for v in verdicts), key=lambda name: VERDICTS[name], default="OK")
+
+
+def fails(verdict: str, threshold: str) -> bool:
+    """Whether `verdict` is at least as bad as the severity `threshold` (WARN or ERROR)."""
+    return VERDICTS[verdict] >= SEVERITIES.index(threshold)

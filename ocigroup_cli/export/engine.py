@@ -1,0 +1,280 @@
+"""The warm engine: a Spark Connect server kept running in the background between exports, so that an export
+pays for Spark's start (a JVM, its JIT warm-up, Python workers) once per idle period, not every time.
+
+- It is started on first use by a small supervisor process (`python -m ocigroup_cli.export.engine`), as the
+  local profile starts its emulator, with one notice. The supervisor stops the server after `idle_s` without
+  an export, when asked (`ocigroup export engine stop`, SIGTERM), or when it is killed itself (the JVM gets
+  SIGTERM from the kernel then).
+- There is one engine per interpreter, package sources, pyspark, Java and master: a record per key in the state
+  directory, and only the same key reuses it.
+- Every export connects to the same Spark Connect session (its id is in the record), so the registered data
+  source and the session's Python workers stay warm from one export to the next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ocigroup_cli.core.clock import Clock, SystemClock
+from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.localhost import free_port
+from ocigroup_cli.paths import state_dir, state_writes
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+START_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class Engine:
+    key: str
+    port: int
+    pid: int  # the supervisor's
+    session_id: str
+    master: str
+    log: str
+    python: str  # the interpreter its Python workers run
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}/;session_id={self.session_id}"
+
+
+def home() -> Path:
+    return state_dir() / "engine"
+
+
+def key_for(master: str, java: str | None) -> str:
+    """What must match for an engine to be reused: interpreter, this package's sources, pyspark, Java, master."""
+    from importlib.metadata import version
+
+    package = Path(__file__).resolve().parent.parent
+    newest = max((p.stat().st_mtime_ns for p in package.rglob("*.py")), default=0)
+    java_stat = os.stat(java) if java and os.path.exists(java) else None
+    parts = [sys.executable, str(package), str(newest), version("pyspark"), master]
+    parts += [str(java), str(java_stat.st_mtime_ns if java_stat else "")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _record(key: str) -> Path:
+    return home() / f"{key}.json"
+
+
+def activity_path(key: str) -> Path:
+    return home() / f"{key}.active"
+
+
+def touch(key: str) -> None:
+    """Say the engine is in use: the supervisor stops it only after `idle_s` without this."""
+    with contextlib.suppress(OSError):
+        activity_path(key).touch()
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"ocigroup_cli.export.engine" in fh.read()
+    except OSError:
+        return False
+
+
+def find(key: str) -> Engine | None:
+    """The engine of `key` if it is running and answers; a record it left behind is removed."""
+    try:
+        engine = Engine(**json.loads(_record(key).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if _alive(engine.pid) and _answers(engine.port):
+        return engine
+    _record(key).unlink(missing_ok=True)
+    return None
+
+
+def running() -> list[Engine]:
+    return [e for e in (find(p.stem) for p in sorted(home().glob("*.json"))) if e is not None]
+
+
+@contextlib.contextmanager
+def _locked(key: str) -> Iterator[None]:
+    with state_writes("the Spark engine's files"):
+        home().mkdir(parents=True, exist_ok=True)
+        fd = os.open(home() / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def ensure(master: str, java: str | None, idle_s: float, memory: str, clock: Clock) -> tuple[Engine, bool]:
+    """The warm engine for `master`, started when none runs; and whether this call started it."""
+    key = key_for(master, java)
+    with _locked(key):
+        engine = find(key)
+        started = engine is None
+        if engine is None:
+            for stale in running():  # the same interpreter and master, older sources or versions: replaced
+                if (stale.master, stale.python) == (master, sys.executable):
+                    stop(stale, clock)
+            engine = _start(key, master, idle_s, memory, clock)
+    touch(key)
+    return engine, started
+
+
+def _start(key: str, master: str, idle_s: float, memory: str, clock: Clock) -> Engine:
+    log = state_dir() / "logs" / f"spark-engine-{key}.log"
+    with state_writes("the Spark engine's log"):
+        log.parent.mkdir(parents=True, exist_ok=True)
+    args = [sys.executable, "-m", "ocigroup_cli.export.engine", key, master, str(idle_s), memory, str(log)]
+    # the supervisor detaches (forks and says its pid): it outlives this command, which does not wait for it
+    launcher = subprocess.run(
+        args, stdin=subprocess.DEVNULL, capture_output=True, text=True, start_new_session=True, timeout=60
+    )
+    try:
+        pid = int(launcher.stdout.strip())
+    except ValueError:
+        raise OcigroupError(f"the Spark engine could not start: {launcher.stderr.strip()[-300:]}") from None
+    deadline = clock.monotonic() + START_TIMEOUT_S
+    while clock.monotonic() < deadline:
+        engine = find(key)
+        if engine is not None:
+            return engine
+        if not _alive(pid):
+            raise _start_failure(master, log)
+        clock.sleep(0.25)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    raise OcigroupError(f"the Spark engine did not start within {START_TIMEOUT_S:.0f} s.", f"see {log}")
+
+
+def _start_failure(master: str, log: Path) -> OcigroupError:
+    """Why the server did not start, from the last error in its log (Spark refusing the master, say)."""
+    from ocigroup_cli.export.spark import refusal_in_log
+
+    reason = refusal_in_log(log)
+    if reason:
+        return UsageError(f"Spark refused to start with --master {master}: {reason}", f"details in {log}")
+    return OcigroupError("the Spark engine stopped while starting.", f"see {log}")
+
+
+def stop(engine: Engine, clock: Clock) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(engine.pid, signal.SIGTERM)
+    deadline = clock.monotonic() + STOP_TIMEOUT_S + 5
+    while _alive(engine.pid) and clock.monotonic() < deadline:
+        clock.sleep(0.1)
+
+
+# -- the supervisor (runs in its own process) -------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    """In the JVM's process before exec: the kernel sends it SIGTERM when the supervisor dies, even by kill -9."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _server_command(master: str, port: int, memory: str) -> list[str]:
+    import pyspark
+
+    spark_home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)
+    confs = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.sql.chunkBase64String.enabled": "false",  # base64() with line breaks every 76 characters: no
+        "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+        "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+        "spark.python.worker.reuse": "true",
+        # the job of an export killed with -9 is interrupted soon after its client went away
+        "spark.connect.execute.manager.detachedTimeout": "15s",
+        "spark.connect.execute.manager.maintenanceInterval": "5s",
+    }
+    submit = str(Path(spark_home) / "bin" / "spark-submit")
+    command = [submit, "--class", SERVER_CLASS, "--name", "ocigroup-engine", "--master", master]
+    command += ["--driver-memory", memory]
+    for name, value in confs.items():
+        command += ["--conf", f"{name}={value}"]
+    return [*command, "spark-internal"]
+
+
+def supervise(key: str, master: str, idle_s: float, memory: str, log: str) -> int:
+    clock = SystemClock()
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stopping.set())
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    jvm = subprocess.Popen(_server_command(master, port, memory), env=env, preexec_fn=_die_with_parent)
+    try:
+        while not _answers(port):
+            if jvm.poll() is not None or clock.wait(stopping, 0.25):
+                return 1
+        engine = Engine(key, port, os.getpid(), str(uuid.uuid4()), master, log, sys.executable)
+        tmp = _record(key).with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(engine)))
+        tmp.replace(_record(key))
+        touch(key)
+        while not clock.wait(stopping, 1.0) and jvm.poll() is None:
+            if _idle_s(key, clock) > idle_s:
+                sys.stdout.write(f"idle for {idle_s:.0f} s: stopping the engine\n")
+                break
+        return 0
+    finally:
+        _record(key).unlink(missing_ok=True)
+        if jvm.poll() is None:
+            jvm.terminate()
+            try:
+                jvm.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                jvm.kill()
+
+
+def _idle_s(key: str, clock: Clock) -> float:
+    try:
+        return clock.time_ms() / 1000 - activity_path(key).stat().st_mtime
+    except OSError:
+        return 0.0  # no activity file (the state directory was cleared): do not count it as idle
+
+
+def _detach(log: str) -> None:
+    """Fork: the parent says the child's pid and leaves; the child, the supervisor, logs to `log`."""
+    child = os.fork()
+    if child:
+        sys.stdout.write(f"{child}\n")
+        sys.stdout.flush()
+        os._exit(0)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    for target in (1, 2):
+        os.dup2(fd, target)
+    os.close(fd)
+
+
+if __name__ == "__main__":
+    _detach(sys.argv[5])
+    sys.exit(supervise(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]))

@@ -1,0 +1,78 @@
+"""The consumer-health verdict of a group: the live sample `inspect` took, added to a short history of earlier
+samples kept in the state directory, judged by the rules in core/health.py."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ocigroup_cli.core.health import Sample, Verdict, judge, worst
+from ocigroup_cli.ops.inspect import GroupView
+from ocigroup_cli.paths import state_dir, state_writes
+
+KEEP_SAMPLES = 200  # per group: enough for a window of hours at cron's pace, small enough to read at once
+
+
+@dataclass(frozen=True)
+class Health:
+    verdict: str  # the group's: its worst partition's
+    window_s: float
+    samples: int  # in the history, the live one included
+    partitions: list[Verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "window_s": self.window_s,
+            "samples": self.samples,
+            "partitions": [{**asdict(v), "severity": v.severity} for v in self.partitions],
+        }
+
+
+def history_file(stream_id: str, group: str) -> Path:
+    digest = hashlib.sha256(f"{stream_id}\0{group}".encode()).hexdigest()[:16]
+    return state_dir() / "health" / f"{digest}.jsonl"
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines()[-KEEP_SAMPLES:]:
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line))
+    return rows
+
+
+def _snapshot(view: GroupView, at_ms: int) -> dict[str, Any]:
+    parts = {str(p.partition): [p.committed_offset, p.lag_messages, p.lag_capped, p.instance] for p in view.partitions}
+    return {"at_ms": at_ms, "partitions": parts}
+
+
+def _save(path: Path, rows: list[dict[str, Any]]) -> None:
+    with state_writes("the consumer-health history"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows[-KEEP_SAMPLES:]))
+        tmp.replace(path)
+
+
+def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span_ms: int = 0) -> Health:
+    """Judge every partition over the history plus this sample, and keep this sample for the next run."""
+    path = history_file(stream_id, view.group)
+    rows = [r for r in _load(path) if r.get("at_ms", 0) < at_ms]
+    rows.append(_snapshot(view, at_ms))
+    _save(path, rows)
+    verdicts = []
+    for p in view.partitions:
+        samples = []
+        for row in rows:
+            seen = row.get("partitions", {}).get(str(p.partition))
+            if seen is not None:
+                samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3]))
+        verdicts.append(judge(p.partition, samples, window_ms, min_span_ms))
+    return Health(worst(verdicts), window_ms / 1000, len(rows), verdicts)

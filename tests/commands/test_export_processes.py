@@ -1,0 +1,237 @@
+"""`ocigroup export` as scripts and on-call engineers run it: the installed console script in a subprocess,
+attached to the shared warm engine with `--master sc://…` (shipping the package, as to a remote server), or
+starting Spark itself; interrupted with Ctrl-C and kill -9; data at the service's size limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.emulator.backend import Options
+from ocigroup_cli.emulator.faults import FaultPlan
+from ocigroup_cli.errors import ExitCode
+from ocigroup_cli.export import manifest
+from tests.helpers import cli as proc
+from tests.helpers.service import Sdk, start_server, write_config
+
+pytestmark = pytest.mark.spark
+
+MiB = 1 << 20
+
+
+class Served:
+    def __init__(self, sdk: Sdk, config: str, env: dict[str, str], sid: str) -> None:
+        self.sdk, self.config, self.env, self.sid = sdk, config, env, sid
+
+    def export(self, out: Path, *args: str, **popen) -> subprocess.Popen[bytes]:
+        command = [proc.exe(), "--config", self.config, "-o", "json", "export", "--out", str(out), *args]
+        return subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+
+
+@pytest.fixture
+def serve(api_key, tmp_path):
+    servers = []
+
+    def start(partitions: int = 4, **config) -> Served:
+        server = start_server(api_key, SystemClock(), **config)
+        servers.append(server)
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=partitions, name="orders")
+        path = write_config(tmp_path, api_key, sdk.url)
+        return Served(sdk, path, proc.clean_env(tmp_path / "state"), sid)
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _finish(running: subprocess.Popen[bytes], timeout: float = 120) -> tuple[int, str, str]:
+    out, err = running.communicate(timeout=timeout)
+    return running.returncode, out.decode(), err.decode()
+
+
+def _remote(spark_engine) -> str:
+    return f"sc://127.0.0.1:{spark_engine.port}"
+
+
+def test_sc_master_attaches_to_a_spark_connect_server_shipping_the_package(serve, spark_engine, tmp_path):
+    served = serve()
+    served.sdk.put(served.sid, [(f"k{i}", f"value-{i}") for i in range(200)])
+    code, out, err = _finish(
+        served.export(
+            tmp_path / "remote", "--partition", "0-3", "--from-offset", "0", "--master", _remote(spark_engine)
+        )
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["rows"] == 200 and doc["spark"]["connect"] == _remote(spark_engine)
+    assert doc["spark"]["master"] == "local[2]"  # the master the server runs on
+    assert (
+        proc.run(["--config", served.config, "export", "verify", str(tmp_path / "remote")], served.env).returncode == 0
+    )
+    assert not (tmp_path / "state" / "engine").exists()  # no engine of its own was started
+
+
+def _messages() -> list[tuple[bytes, bytes]]:
+    """Keys up to the service's 256-byte limit, values up to 1 MiB − 1 KiB; binary and non-ASCII."""
+    rnd = os.urandom
+    keys = [b"", rnd(57), "ü€😀".encode() * 8, rnd(58), rnd(256), rnd(1)]
+    values = [b"", rnd(57), rnd(58), "naïve café ☕".encode() * 60, rnd(1000), rnd(MiB - 1024)]
+    return [*zip(keys, values, strict=True), (rnd(256), rnd(MiB - 1024))]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+def test_every_format_keeps_keys_and_values_of_every_size_byte_for_byte(cli, spark, sdk, tmp_path, fmt):
+    cli.spark = spark
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test").data[0].id
+    sent = {}
+    for key, value in _messages():  # one per request: the largest fill a PutMessages request
+        entry = sdk.put(sid, [(key, value)]).entries[0]
+        sent[(int(entry.partition), int(entry.offset))] = (key, value)
+    partitions = sorted({p for p, _ in sent})
+    out = tmp_path / fmt
+    r = cli("-o", "json", "export", "--out", str(out), "--format", fmt, "--from-offset", "0", "--partition",
+            ",".join(map(str, partitions)))  # fmt: skip
+    assert r.code == 0, r.err
+    got = {}
+    for name in manifest.data_files(out, fmt):
+        for batch in manifest.read_rows(name, fmt):
+            got.update({(p, o): (k, v) for p, o, _, k, v in batch})
+    assert got == sent
+    assert cli("export", "verify", str(out)).code == 0
+
+
+def test_a_master_spark_refuses_is_one_line_and_a_usage_exit(serve, tmp_path):
+    served = serve()
+    served.sdk.put(served.sid, [(None, "x")])
+    for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        served.env.pop(name, None)
+    code, out, err = _finish(
+        served.export(tmp_path / "y", "--partition", "0-3", "--from-offset", "0", "--master", "yarn")
+    )
+    assert code == ExitCode.USAGE, err
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("error: Spark refused to start with --master yarn:"), err
+    assert "HADOOP_CONF_DIR" in lines[0] and len(lines) <= 2 and "Traceback" not in err and "\tat " not in err
+    assert out == "" and not (tmp_path / "y").exists() and not list(tmp_path.glob("y.partial-*"))
+    assert not list((tmp_path / "state").rglob("crash*"))
+
+
+def _slow_service(serve) -> Served:
+    """Four partitions read a few messages per request, 20 ms each: a job that runs for several seconds."""
+    served = serve(faults=FaultPlan(latency_ms=20), options=Options(read_budget_bytes=2048))
+    for _ in range(4):
+        served.sdk.put(served.sid, [(None, os.urandom(500)) for _ in range(150)])
+    return served
+
+
+def _wait_for_rows(tmp_path: Path, name: str, timeout: float = 90) -> None:
+    """Until the readers of the running export have counted rows (Spark's tasks are running)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for progress in tmp_path.glob(f"{name}.partial-*.progress"):
+            if any(f.read_text().split(" ")[0] not in ("", "0") for f in progress.iterdir() if f.name[0] != "."):
+                return
+        time.sleep(0.05)
+    raise AssertionError("the export's readers never counted a row")
+
+
+def test_ctrl_c_while_tasks_run_is_one_line_exit_130_and_leaves_nothing(serve, spark, spark_engine, tmp_path):
+    served = _slow_service(serve)
+    running = served.export(
+        tmp_path / "x", "--partition", "0-3", "--from-offset", "0", "--master", _remote(spark_engine)
+    )
+    _wait_for_rows(tmp_path, "x")
+    running.send_signal(signal.SIGINT)
+    code, out, err = _finish(running, timeout=30)
+    assert code == 130 and out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and "py4j" not in err.lower() and "grpc" not in err.lower()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("x")) == []
+    assert spark.range(3).count() == 3  # the engine lives on for the next export
+
+
+def test_kill_9_leaves_leftovers_that_the_next_export_removes(serve, spark_engine, tmp_path):
+    served = _slow_service(serve)
+    args = ["--partition", "0-3", "--from-offset", "0", "--master", _remote(spark_engine)]
+    running = served.export(tmp_path / "x", *args)
+    _wait_for_rows(tmp_path, "x")
+    running.kill()
+    running.communicate()
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("x"))
+    assert left and all(name.startswith("x.partial-") for name in left), left
+    code, _, err = _finish(served.export(tmp_path / "x", "--partition", "0", "--to-offset", "9", *args[2:]))
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("x")) == ["x"]
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _running(pid: int) -> bool:
+    """A process that has not ended (one that ended but was not reaped yet is a zombie: state Z)."""
+    try:
+        return "\tZ" not in Path(f"/proc/{pid}/status").read_text().split("State:")[1].splitlines()[0]
+    except (OSError, IndexError):
+        return False
+
+
+def test_the_warm_engine_starts_once_with_a_notice_is_reused_and_stops_on_request(serve, tmp_path):
+    served = serve()
+    served.sdk.put(served.sid, [(None, f"v{i}") for i in range(100)])
+    args = ["--partition", "0-3", "--from-offset", "0", "--master", "local[2]"]
+    notices = []
+    for run in range(2):
+        code, out, err = _finish(served.export(tmp_path / f"run{run}", *args), timeout=240)
+        assert code == 0, err
+        assert json.loads(out)["rows"] == 100
+        notices.append(err.count("started a warm Spark engine"))
+    assert notices == [1, 0]  # announced once, then reused
+    status = proc.run(["--config", served.config, "-o", "json", "export", "engine", "status"], served.env)
+    engines = json.loads(status.stdout)
+    assert status.returncode == 0 and [e["master"] for e in engines] == ["local[2]"]
+    stopped = proc.run(["--config", served.config, "export", "engine", "stop"], served.env)
+    assert stopped.returncode == 0 and b"stopped 1 warm Spark engine" in stopped.stderr
+    assert proc.run(["--config", served.config, "export", "engine", "status"], served.env).returncode == 1
+    assert not _listening(engines[0]["port"]) and not _running(engines[0]["pid"])
+
+
+@pytest.mark.slow
+def test_an_idle_engine_stops_by_itself(tmp_path):
+    from ocigroup_cli.export import engine, spark
+
+    started, fresh = engine.ensure("local[1]", spark.java_command(), 3, "512m", SystemClock())
+    assert fresh and engine.running() == [started]
+    deadline = time.monotonic() + 30
+    while (_running(started.pid) or _listening(started.port)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert engine.running() == [] and not _listening(started.port) and not _running(started.pid)
+    log = Path(started.log).read_text()
+    assert "idle for 3 s: stopping the engine" in log
+
+
+def test_a_terminal_sees_the_phase_and_rows_as_they_are_read_then_only_the_result(serve, spark_engine, tmp_path):
+    import re
+
+    served = _slow_service(serve)
+    args = ["--config", served.config, "export", "--out", str(tmp_path / "p"), "--partition", "0-3"]
+    screen = proc.on_pty([*args, "--from-offset", "0", "--master", _remote(spark_engine)], served.env, timeout=120)
+    assert screen.code == 0, screen.text
+    drawn = screen.raw.decode(errors="replace")
+    for phase in ("export: planning", "export: starting Spark", "export: reading"):
+        assert phase in drawn
+    counts = {int(n.replace(",", "")) for n in re.findall(r"/4 slices · ([\d,]+) rows", drawn)}
+    assert {n for n in counts if 0 < n < 600}, counts  # rows counted while slices are read, not only at the end
+    assert "export:" not in screen.text  # the status line is gone; the result is what stays
+    assert "600 rows" in screen.text and "exported 600 rows" in screen.text

@@ -1,0 +1,92 @@
+"""`inspect --health` and `--fail-on-health`: verdicts from the history kept in the state directory, in-process on
+the test clock and as cron runs them (two invocations of the console script a few seconds apart)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import yaml
+
+from ocigroup_cli.core.clock import SystemClock
+from tests.helpers import cli as proc
+from tests.helpers.service import Sdk, start_server, write_config
+
+
+def _sid(sdk):
+    return sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+
+
+def test_a_group_whose_commits_do_not_move_is_stalled_on_the_second_run(cli, sdk, clock):
+    sid = _sid(sdk)
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    sdk.group_cursor(sid, "billing", "a")  # holds every partition, reads nothing, commits nothing
+    first = cli("inspect", "--health", "-o", "json")
+    assert first.code == 0, first.err
+    assert json.loads(first.out)["health"]["verdict"] == "OK"  # one sample: too little history
+    clock.advance_ms(20_000)
+    r = cli("inspect", "--fail-on-health", "ERROR", "-o", "json")
+    assert r.code == 5, r.err
+    health = json.loads(r.out)["health"]
+    assert health["verdict"] == "STALLED" and health["samples"] == 2
+    assert {p["verdict"] for p in health["partitions"]} <= {"STALLED", "OK"}
+    assert "meets --fail-on-health ERROR" in r.err and "for 20s while" in r.err
+    table = cli("inspect", "--health", "-o", "table")
+    assert "health: STALLED" in table.out and "HEALTH" in table.out
+
+
+def test_a_group_nobody_holds_while_messages_wait_is_stopped(cli, sdk, clock):
+    sid = _sid(sdk)
+    sdk.put(sid, [("k", f"v{i}") for i in range(10)])
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=1000)
+    clock.advance_ms(2000)  # its reservation ran out
+    assert cli("inspect", "--health").code == 0
+    clock.advance_ms(60_000)
+    r = cli("inspect", "--fail-on-health", "WARN", "--health-window", "5m")
+    assert r.code == 5 and "STOPPED" in r.err and "no instance has held it for 1m 00s" in r.err
+
+
+def test_bad_health_options_are_usage_errors(cli):
+    r = cli("inspect", "--fail-on-health", "SEVERE")
+    assert r.code == 2 and "--fail-on-health must be WARN or ERROR" in r.err
+    assert cli("inspect", "--health", "--health-window", "a while").code == 2
+
+
+def test_a_lag_at_the_cap_is_a_lower_bound_in_the_exit_message_too(cli, sdk):
+    sdk.put(_sid(sdk), [("same-key", str(i)) for i in range(30)])
+    sdk.group_cursor(_sid(sdk), "billing", "a")
+    r = cli("inspect", "--lag-cap", "10", "--fail-on-lag", "5")
+    assert r.code == 5 and "total lag ≥10 exceeds --fail-on-lag 5" in r.err
+
+
+def test_watch_output_is_ndjson_or_a_multi_document_yaml_stream(cli, sdk, clock):
+    sdk.group_cursor(_sid(sdk), "billing", "a")
+    clock.sleep = lambda seconds: clock.advance_ms(int(seconds * 1000))
+    r = cli("inspect", "--watch", "--iterations", "3", "--interval", "1s", "-o", "json")
+    lines = r.out.strip().splitlines()
+    assert len(lines) == 3 and all(json.loads(line)["group"] == "billing" for line in lines)
+    r = cli("inspect", "--watch", "--iterations", "2", "--interval", "1s", "-o", "yaml")
+    docs = list(yaml.safe_load_all(r.out))
+    assert len(docs) == 2 and all(d["group"] == "billing" for d in docs)
+
+
+def test_cron_runs_a_few_seconds_apart_against_a_stalled_group_exit_5(api_key, tmp_path):
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=2, name="orders")
+        sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(20)])
+        sdk.group_cursor(sid, "billing", "w1")  # a consumer that holds its partitions and never commits
+        config = write_config(tmp_path, api_key, sdk.url)
+        env = proc.clean_env(tmp_path / "state")
+        args = ["--config", config, "inspect", "billing", "--fail-on-health", "ERROR", "--health-window", "1m"]
+        first = proc.run(args, env)
+        assert first.returncode == 0, first.stderr.decode()
+        time.sleep(2.5)
+        second = proc.run(args, env)
+        assert second.returncode == 5, second.stderr.decode()
+        err = second.stderr.decode()
+        assert "health STALLED meets --fail-on-health ERROR" in err and "Traceback" not in err
+        assert list((tmp_path / "state" / "health").glob("*.jsonl"))
+    finally:
+        server.stop()

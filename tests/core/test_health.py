@@ -1,0 +1,102 @@
+"""The consumer-health rules on hand-made histories: one test per verdict, and the edges between them."""
+
+from __future__ import annotations
+
+import pytest
+
+from ocigroup_cli.core.health import Sample, fails, judge, worst
+from ocigroup_cli.core.timefmt import human_duration
+
+MIN = 60_000
+
+
+def _history(*rows):
+    """rows: (minute, committed, lag, owner[, capped])"""
+    return [Sample(m * MIN, c, lag, bool(rest and rest[0]), owner) for m, c, lag, owner, *rest in rows]
+
+
+def test_a_consumer_keeping_up_is_ok():
+    v = judge(0, _history((0, 100, 5, "w1"), (2, 150, 3, "w1"), (4, 210, 4, "w1")), 10 * MIN)
+    assert (v.verdict, v.severity) == ("OK", "OK")
+
+
+def test_an_idle_partition_without_an_owner_is_ok():
+    assert judge(0, _history((0, 100, 0, None), (5, 100, 0, None)), 10 * MIN).verdict == "OK"
+
+
+def test_lag_growing_at_every_sample_while_commits_move_is_lagging():
+    v = judge(0, _history((0, 100, 50, "w1"), (2, 120, 90, "w1"), (4, 130, 400, "w1")), 10 * MIN)
+    assert (v.verdict, v.severity) == ("LAGGING", "WARN")
+    assert v.reason == "lag grew from 50 to 400 in 4m 00s"
+
+
+def test_lag_that_dipped_once_is_not_lagging():
+    assert judge(0, _history((0, 100, 50, "w1"), (2, 180, 20, "w1"), (4, 200, 400, "w1")), 10 * MIN).verdict == "OK"
+
+
+def test_lag_at_the_cap_twice_is_not_growth():
+    h = _history((0, 100, 1000, "w1", True), (2, 120, 1000, "w1", True))
+    assert judge(0, h, 10 * MIN).verdict == "OK"
+
+
+def test_commits_that_do_not_move_while_messages_wait_is_stalled():
+    v = judge(3, _history((0, 100, 40, "w1"), (3, 100, 60, "w2"), (6, 100, 1000, "w2", True)), 10 * MIN)
+    assert (v.verdict, v.severity) == ("STALLED", "ERROR")
+    assert v.reason == "committed offset 100 has not moved for 6m 00s while ≥1,000 wait"
+
+
+def test_no_owner_for_the_whole_window_while_messages_wait_is_stopped():
+    v = judge(1, _history((0, 100, 40, None), (5, 100, 60, None)), 10 * MIN)
+    assert (v.verdict, v.severity) == ("STOPPED", "ERROR")
+    assert v.reason == "no instance has held it for 5m 00s while 60 wait"
+
+
+def test_an_owner_seen_inside_the_window_is_not_stopped_but_its_frozen_commits_are_stalled():
+    h = _history((0, 100, 40, "w1"), (5, 100, 60, None))
+    assert judge(1, h, 10 * MIN).verdict == "OK"  # it was just released; its commits may move under a new owner
+    h = _history((0, 100, 40, None), (5, 100, 60, "w1"))
+    assert judge(1, h, 10 * MIN).verdict == "STALLED"
+
+
+def test_a_committed_offset_going_back_is_rewound():
+    v = judge(2, _history((0, 500, 0, "w1"), (2, 120, 380, "w1"), (4, 300, 200, "w1")), 10 * MIN)
+    assert (v.verdict, v.severity) == ("REWOUND", "WARN")
+    assert v.reason == "committed offset went back from 500 to 120"
+
+
+def test_samples_older_than_the_window_do_not_count():
+    h = _history((0, 100, 40, None), (30, 100, 60, "w1"), (31, 150, 10, "w1"))
+    assert judge(0, h, 10 * MIN).verdict == "OK"
+
+
+def test_one_sample_or_too_short_a_span_gives_no_verdict_but_ok():
+    assert judge(0, _history((0, 100, 60, None)), 10 * MIN).reason.startswith("too little history")
+    h = _history((0, 100, 60, None), (1, 100, 60, None))
+    assert judge(0, h, 10 * MIN, min_span_ms=2 * MIN).verdict == "OK"
+    assert judge(0, h, 10 * MIN, min_span_ms=1 * MIN).verdict == "STOPPED"
+
+
+def test_the_group_takes_the_worst_verdict_and_thresholds_compare_severities():
+    verdicts = [
+        judge(0, _history((0, 1, 0, "w"), (1, 1, 0, "w")), 10 * MIN),
+        judge(1, _history((0, 1, 5, "w"), (1, 2, 9, "w")), 10 * MIN),
+    ]
+    assert [v.verdict for v in verdicts] == ["OK", "LAGGING"] and worst(verdicts) == "LAGGING"
+    assert worst([]) == "OK"
+    assert fails("LAGGING", "WARN") and not fails("LAGGING", "ERROR")
+    assert fails("STOPPED", "ERROR") and not fails("OK", "WARN")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.25, "0.2s"),
+        (4.25, "4.2s"),
+        (42, "42s"),
+        (1042.4, "17m 22s"),
+        (3 * 3600 + 300, "3h 05m"),
+        (2 * 86400 + 4 * 3600, "2d 4h"),
+    ],
+)
+def test_durations_read_as_a_person_says_them(seconds, text):
+    assert human_duration(seconds) == text

@@ -1,0 +1,69 @@
+"""Partial directories of killed exports are swept by the next export to the same place, only once their owner
+is gone: a live export's lock is held, and its directory is never touched."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ocigroup_cli.export import job
+
+HOLD = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def _partial(tmp_path, run_id, lock=True):
+    partial = tmp_path / f"audit.partial-{run_id}"
+    partial.mkdir()
+    (partial / "part-0000.parquet").write_bytes(b"x")
+    if lock:
+        (tmp_path / f"audit.partial-{run_id}.lock").touch()
+    return partial
+
+
+def test_a_dead_owners_directory_is_swept_and_a_live_owners_is_kept(tmp_path):
+    dead = _partial(tmp_path, "dead")
+    live = _partial(tmp_path, "live")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path / "audit.partial-live.lock")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert job.sweep(tmp_path / "audit") == [dead]
+        assert not dead.exists() and not (tmp_path / "audit.partial-dead.lock").exists()
+        assert (live / "part-0000.parquet").exists() and (tmp_path / "audit.partial-live.lock").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    assert job.sweep(tmp_path / "audit") == [live]  # killed now: its lock is free
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_leftovers_of_every_kind_go_and_a_killed_runs_job_is_interrupted(tmp_path):
+    old = _partial(tmp_path, "old", lock=False)  # left by a version without lock files
+    (tmp_path / "audit.partial-old.progress").mkdir()
+    killed = _partial(tmp_path, "killed")
+    (tmp_path / "audit.partial-killed.lock").write_text("ocigroup-export-killed")
+    (tmp_path / "audit.partial-gone.lock").touch()  # killed before its directory was made
+    (tmp_path / "audit.partial-gone2.taking").touch()  # killed while taking its lock
+    other = tmp_path / "other.partial-x"
+    other.mkdir()  # another target's: not ours to remove
+    interrupted = []
+    assert job.sweep(tmp_path / "audit", interrupted.append) == [killed, old]
+    assert interrupted == ["ocigroup-export-killed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.partial-x"]
+
+
+def test_a_run_holds_its_claim_from_before_its_directory_exists_and_removes_all_of_it(tmp_path):
+    with job.claim(tmp_path / "audit") as mine:
+        assert mine.progress.is_dir() and mine.lock.read_text() == mine.tag
+        mine.partial.mkdir()
+        assert job.sweep(tmp_path / "audit") == []  # our own run is alive
+        assert mine.partial.exists() and mine.progress.exists()
+    assert list(tmp_path.iterdir()) == []

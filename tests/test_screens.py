@@ -1,0 +1,107 @@
+"""What a person sees: commands run on a real pseudo-terminal, their output rendered by a terminal emulator (pyte),
+and the assertions made on that screen: nothing to copy is cut at 80 columns, a dumb terminal gets its real
+width, and NO_COLOR or TERM=dumb get no escape sequences."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import cli as proc
+from tests.helpers.service import write_config
+
+
+@pytest.fixture
+def term(sdk, api_key, tmp_path):
+    sid = sdk.stream(partitions=2, name="orders")
+    config = write_config(tmp_path, api_key, sdk.url, group__name="billing")
+    env = proc.clean_env(tmp_path / "state", LANG="C.UTF-8")
+    return sid, config, env
+
+
+def _folded(screen: proc.Screen, start: str, next_column: str | None = None) -> str:
+    """The cell that begins with `start`, read down its column as Rich folds it (continuation lines are blank
+    to its left); `next_column`: the text that begins the column to its right, if any."""
+    lines = screen.lines
+    row = next(i for i, line in enumerate(lines) if start in line)
+    left = lines[row].index(start)
+    right = lines[row].index(next_column, left) if next_column else None
+    cell = lines[row][left:right].strip()
+    for line in lines[row + 1 :]:
+        if line[:left].strip() or not line[left:right].strip():
+            break
+        cell += line[left:right].strip()
+    assert "…" not in screen.text and "..." not in screen.text, screen.text
+    return cell
+
+
+def test_profile_show_at_80_columns_shows_the_stream_ocid_whole(term, sdk):
+    sid, config, env = term
+    screen = proc.on_pty(["--config", config, "--stream", sid, "profile", "show"], env, columns=80)
+    assert screen.code == 0, screen.text
+    assert _folded(screen, "ocid1.stream.", "flag --stream") == sid
+
+
+def test_cursor_create_on_a_terminal_prints_the_whole_cursor(term, sdk):
+    sid, config, env = term
+    screen = proc.on_pty(["--config", config, "cursor", "create", "--partition", "0"], env, columns=80, rows=40)
+    assert screen.code == 0, screen.text
+    cursor = _folded(screen, "eyJ")
+    assert len(cursor) > 150  # folded over several lines at 80 columns, and still a cursor the service takes:
+    _, next_cursor = sdk.get(sid, cursor)  # the SDK raises on a cut or altered cursor
+    assert next_cursor
+
+
+@pytest.mark.parametrize("variable", [{"NO_COLOR": "1"}, {"TERM": "dumb"}])
+def test_no_escape_sequences_with_no_color_or_a_dumb_terminal(term, sdk, variable):
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "a-long-instance-name-that-must-stay-whole-7f9c4d5b8-x2kqz")
+    screen = proc.on_pty(["--config", config, "inspect"], {**env, **variable}, columns=120)
+    assert screen.code == 0, screen.text
+    assert b"\x1b" not in screen.raw
+    assert "a-long-instance-name-that-must-stay-whole-7f9c4d5b8-x2kqz" in screen.text
+
+
+def test_a_dumb_terminal_is_drawn_at_its_own_width(term, sdk):
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "a")
+    screen = proc.on_pty(["--config", config, "inspect"], {**env, "TERM": "dumb"}, columns=150, size_vars=False)
+    title = next(line for line in screen.lines if line.startswith("group billing"))
+    assert len(title) > 80 and "balanced" in title  # one line of 150 columns, not folded at 80
+
+
+def test_watch_keeps_the_story_of_a_dead_instance_on_screen(api_key, tmp_path):
+    """Two instances; one stops heartbeating: the watch marks it silent before it expires, shows its partitions
+    moving, and both events stay on the screen, which is redrawn in place (never cleared)."""
+    import threading
+
+    from ocigroup_cli.core.clock import SystemClock
+    from tests.helpers.service import Sdk, start_server
+
+    server = start_server(api_key, SystemClock())
+    stop = threading.Event()
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=2, name="orders")
+        sdk.group_cursor(sid, "billing", "w-dead", timeout_in_ms=9000)  # joins, then never heartbeats
+        alive = [sdk.group_cursor(sid, "billing", "w-alive", timeout_in_ms=9000)]
+
+        def heartbeat():  # GetMessages renews w-alive's reservations and lets the group rebalance
+            while not stop.wait(1.0):
+                _, alive[0] = sdk.get(sid, alive[0])
+
+        threading.Thread(target=heartbeat, daemon=True).start()
+        config = write_config(tmp_path, api_key, sdk.url, group__name="billing")
+        env = proc.clean_env(tmp_path / "state", LANG="C.UTF-8")
+        args = ["--config", config, "inspect", "--watch", "--interval", "1s", "--iterations", "14"]
+        screen = proc.on_pty(args, env, columns=80, rows=40, timeout=60)
+    finally:
+        stop.set()
+        server.stop()
+    assert screen.code == 0, screen.text
+    text = screen.text
+    silent = next(i for i, line in enumerate(screen.lines) if "w-dead silent: no heartbeat seen for" in line)
+    moved = next(i for i, line in enumerate(screen.lines) if "w-dead → w-alive (its reservation ran out)" in line)
+    assert silent < moved, text  # marked before it expired, and both still on screen at the end
+    assert "expires in" in screen.lines[silent]
+    assert "1 member(s)" in text and "w-alive" in text
+    assert b"\x1b[2J" not in screen.raw  # redrawn in place, never a cleared (blank) screen
