@@ -135,7 +135,7 @@ class Bench:
         out = self.tmp / f"out-{self.runs}"
         cli = [sys.executable, "-m", "ocigroup_cli", "-q", "--config", str(emu.config), "export", "--out", str(out)]
         env = {**self.env, "OCIGROUP_EXPORT_ENGINE": engine}
-        engine_sampler = MemorySampler(sample) if sample else None
+        engine_sampler = MemorySampler(sample, since_now=True) if sample else None
         if engine_sampler:
             engine_sampler.start()
         run = timed([*cli, "--from-offset", "0", *args], env, emu.pid)

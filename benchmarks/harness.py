@@ -116,12 +116,15 @@ class MemorySampler(threading.Thread):
     sampled every 100 ms. CPU is split into the process itself, JVMs, and the other processes below it
     (Spark's Python workers)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, since_now: bool = False) -> None:
+        """`since_now`: count only the CPU used from now on by processes already running (a warm engine's),
+        not what they used before."""
         super().__init__(daemon=True)
         self.pid = pid
         self.stop = threading.Event()
         self.driver_kib = self.jvm_kib = self.tree_kib = 0
         self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, CPU seconds last seen)
+        self._before = {p: _sample(p)[2] for p in _tree(pid)} if since_now else {}
 
     def run(self) -> None:
         while not self.stop.wait(0.1):
@@ -140,4 +143,4 @@ class MemorySampler(threading.Thread):
 
     def cpu(self, role: str) -> float:
         """CPU seconds used by the processes of one role: driver, jvm or workers."""
-        return sum(seconds for r, seconds in self._cpu.values() if r == role)
+        return sum(seconds - self._before.get(pid, 0.0) for pid, (r, seconds) in self._cpu.items() if r == role)

@@ -242,13 +242,14 @@ def run(
     write: Callable[[Path], None] | None = None,
     cancel: Callable[[], None] | None = None,
     mine: Claim | None = None,
+    read: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Export `plan` to `target.out` and return its manifest. `write` replaces the Spark write (baseline);
     `cancel` stops Spark's work when the export is interrupted; `mine`: the claim the caller holds, else one is
-    taken here."""
+    taken here; `read` hears that every slice was written, before the manifest is."""
     if mine is None:
         with claim(target.out) as taken:
-            return run(spark, plan, target, meta, clock, log, write, cancel, taken)
+            return run(spark, plan, target, meta, clock, log, write, cancel, taken, read)
     target.check()  # again here: the command checked before starting Spark, but the directory may appear since
     partial = mine.partial
     if write is not None:
@@ -262,6 +263,7 @@ def run(
             raise
         except Exception as exc:  # noqa: BLE001 - py4j and pyspark errors share nothing but their text
             raise _spark_failure(exc, log) from None
+    read()
     partial.mkdir(exist_ok=True)
     _stable_names(partial, plan, target.fmt)
     doc = build_manifest(plan, target, partial, meta, plan.end_ms, clock.time_ms())

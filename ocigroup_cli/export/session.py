@@ -131,7 +131,10 @@ def _run(
             plan = replace(plan, progress=str(mine.progress))
             watching = _watching(mine.progress, len(plan.slices), clock, show, used.engine_key)
             with watching, used.tagged(mine.tag) as cancel:
-                doc = job.run(used.session, plan, target, meta, clock, spark.log_path(), cancel=cancel, mine=mine)
+                log = spark.log_path()
+                doc = job.run(
+                    used.session, plan, target, meta, clock, log, cancel=cancel, mine=mine, read=watching.read
+                )
         done = True
         return Outcome(doc, used.cache)
     finally:
@@ -156,8 +159,11 @@ class _watching:
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(2)
-        if exc[0] is None:
-            self.show(Progress("writing manifest", *totals(self.counts), self.slices))
+
+    def read(self) -> None:
+        """Spark has written every slice: the manifest is next."""
+        self.__exit__(None, None, None)
+        self.show(Progress("writing manifest", *totals(self.counts), self.slices))
 
     def _watch(self) -> None:
         beats = 0
