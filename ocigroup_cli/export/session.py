@@ -25,6 +25,7 @@ from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import Interrupted
 from ocigroup_cli.export import engine, job, spark
 from ocigroup_cli.export.classcache import ClassCache
+from ocigroup_cli.export.plan import Plan
 from ocigroup_cli.export.progress import totals
 from ocigroup_cli.export.resolve import Request, make_plan
 
@@ -98,32 +99,19 @@ def run(
 ) -> Outcome:
     """Plan `request`, export it to `target` with Spark and return the manifest. `show` hears the phase and,
     while slices are read, the rows read so far."""
-    try:
-        return _run(client, stream, request, target, clock, profile_name, settings, lent, driver_memory, notice, show)
-    except KeyboardInterrupt:
-        raise Interrupted(f"export interrupted: nothing was written to {target.out}.") from None
+    with _said_if_interrupted(target.out):
+        show(Progress("planning"))
+        plan = make_plan(client, stream, request, clock.time_ms())
+        if not plan.slices:
+            doc = job.run(None, plan, target, spark.meta(None, target.master, profile_name), clock)
+            return Outcome(doc, None)
+        show(Progress("starting Spark"))
+        used = open_spark(target.master, settings, driver_memory, clock, notice, lent)
+        return _export(used, plan, target, clock, profile_name, show)
 
 
-def _run(
-    client: StreamingClient,
-    stream: StreamInfo,
-    request: Request,
-    target: job.Target,
-    clock: Clock,
-    profile_name: str,
-    settings: ExportSettings,
-    lent: Any,
-    driver_memory: str,
-    notice: Callable[[str], None],
-    show: Show,
-) -> Outcome:
-    show(Progress("planning"))
-    plan = make_plan(client, stream, request, clock.time_ms())
-    if not plan.slices:
-        doc = job.run(None, plan, target, spark.meta(None, target.master, profile_name), clock)
-        return Outcome(doc, None)
-    show(Progress("starting Spark"))
-    used = open_spark(target.master, settings, driver_memory, clock, notice, lent)
+def _export(used: Spark, plan: Plan, target: job.Target, clock: Clock, profile_name: str, show: Show) -> Outcome:
+    """The job on the Spark `used`, in a claim beside the target, with the rows shown as they are read."""
     done = False
     try:
         with job.claim(target.out, used.interrupt) as mine:
@@ -142,6 +130,15 @@ def _run(
             used.session.stop()
             if used.cache is not None and not done:
                 used.cache.abandon(spark.jvm_process())
+
+
+@contextlib.contextmanager
+def _said_if_interrupted(out: Path) -> Iterator[None]:
+    """Ctrl-C anywhere in an export: one line that says nothing was written (exit 130), no traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(f"export interrupted: nothing was written to {out}.") from None
 
 
 class _watching:
