@@ -105,3 +105,51 @@ def test_watch_keeps_the_story_of_a_dead_instance_on_screen(api_key, tmp_path):
     assert "expires in" in screen.lines[silent]
     assert "1 member(s)" in text and "w-alive" in text
     assert b"\x1b[2J" not in screen.raw  # redrawn in place, never a cleared (blank) screen
+
+
+def test_tails_status_line_never_runs_into_data_or_the_last_notice(api_key, tmp_path):
+    """Messages arrive for a few seconds while tail writes them to a terminal that also shows its status line:
+    on the screen every line is a message, or the status line alone, or a notice."""
+    import re
+    import threading
+
+    from ocigroup_cli.core.clock import SystemClock
+    from tests.helpers.service import Sdk, start_server
+
+    server = start_server(api_key, SystemClock())
+    stop = threading.Event()
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=2, name="orders")
+
+        def publish():
+            n = 0
+            while not stop.wait(0.05):
+                sdk.put(sid, [(None, f"message-{n + i}") for i in range(3)])
+                n += 3
+
+        threading.Thread(target=publish, daemon=True).start()
+        config = write_config(tmp_path, api_key, sdk.url, group__name="billing")
+        env = proc.clean_env(tmp_path / "state", LANG="C.UTF-8")
+        args = ["--config", config, "tail", "--instance", "t", "-n", "150", "--format", "value"]
+        screen = proc.on_pty(args, env, columns=100, rows=200, timeout=60)
+    finally:
+        stop.set()
+        server.stop()
+    assert screen.code == 0, screen.text
+    status = re.compile(r"^\d+ msg/s, \d+ written, partitions ([\d,]+|none), \d+ rebalance\(s\)$")
+    kinds = {"message": 0, "status": 0, "notice": 0}
+    for line in filter(None, screen.lines):
+        if re.fullmatch(r"message-\d+", line):
+            kinds["message"] += 1
+        elif status.match(line):
+            kinds["status"] += 1
+        elif line.startswith(
+            ("group 'billing' does not exist yet", "partitions held: ", "tail stopped: 150 message(s)")
+        ):
+            kinds["notice"] += 1
+        else:
+            raise AssertionError(f"a line mixes data and status, or is unexpected: {line!r}\n{screen.text}")
+    assert kinds["message"] == 150 and kinds["notice"] >= 3, kinds
+    assert screen.lines[[i for i, line in enumerate(screen.lines) if line][-1]].startswith("tail stopped: 150")
+    assert b"msg/s" in screen.raw  # the status line was drawn while tail ran (and erased before the end)

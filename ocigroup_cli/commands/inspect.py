@@ -209,6 +209,7 @@ def inspect(
     Example (cron): ocigroup inspect billing --fail-on-health ERROR
     """
     wait_s, time_limit, window_ms = _parse(interval, fail_on_time_lag, health_window, fail_on_health)
+    from ocigroup_cli.ops.groups import remember
     from ocigroup_cli.ops.health import assess
     from ocigroup_cli.ops.inspect import describe
 
@@ -225,6 +226,8 @@ def inspect(
         for turn in itertools.count(1):
             now = g.clock.time_ms()
             view = describe(s.client, s.stream, name, now, lag_cap)
+            if turn == 1:
+                remember(s.stream.id, name)
             verdict = assess(view, s.stream.id, now, int(window_ms)) if judged else None
             events = tracker.sample(now, _held(view))
             shown = (shown + events)[-EVENTS_SHOWN:]

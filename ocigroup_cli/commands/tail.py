@@ -14,7 +14,7 @@ from ocigroup_cli import console
 from ocigroup_cli.commands.common import GroupArgument, InstanceOption, globals_of, load_profile, session
 from ocigroup_cli.commands.lines import ENCODINGS, FORMATS, LineSink, formatter
 from ocigroup_cli.core.clock import Clock
-from ocigroup_cli.core.timespec import EARLIEST, parse_position
+from ocigroup_cli.core.timespec import EARLIEST, Position, parse_position
 from ocigroup_cli.delivery import Delivery
 from ocigroup_cli.errors import Interrupted, ReaderGone, UsageError
 
@@ -95,6 +95,7 @@ def tail(
     Example: ocigroup tail billing --instance worker-1 --format json -n 100
     """
     _check_format(format_, encoding, template)
+    from ocigroup_cli.ops.groups import remember
     from ocigroup_cli.ops.tail import Tail, TailOptions, live_others, peek
 
     g = globals_of(ctx)
@@ -114,7 +115,11 @@ def tail(
         if peek_:
             peek(s.client, s.stream, name, sink, max_messages)
             return
-        _confirm_joining(name, live_others(s.client, s.stream, name, me, g.clock.time_ms()), join_live)
+        others = live_others(s.client, s.stream, name, me, g.clock.time_ms())
+        if others is None:
+            _new_group_notice(s.stream.id, name, start)
+        _confirm_joining(name, others or [], join_live)
+        remember(s.stream.id, name)
         limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
         options = TailOptions.of(profile.settings.group, name, me, start, **limits)
         status = _status_line(g.clock) if console.STATUS.enabled() else None
@@ -127,6 +132,17 @@ def tail(
         raise _stopped("interrupted", runner.stats if runner else None) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _new_group_notice(stream_id: str, group: str, start: Position) -> None:
+    """Say that `tail` creates a group, and question a name close to a group used here before (a typo)."""
+    from ocigroup_cli.ops.groups import close_to
+
+    close = close_to(stream_id, group, [])
+    console.notice(
+        f"group {group!r} does not exist yet: tail creates it, starting at {start.describe()}"
+        + (f". Did you mean {close!r}?" if close else ".")
+    )
 
 
 def _confirm_joining(group: str, others: list[str], join_live: bool) -> None:

@@ -96,6 +96,7 @@ FILES = (
         "cache/",
         "The Spark JVM's class archive, recorded by the first export so later ones start sooner; safe to delete.",
     ),
+    File("groups.json", "The groups tail and inspect used per stream, to question a new name close to one of them."),
     File(
         "health/",
         "Samples of inspect --health (the last 200 per stream and group), judged over --health-window.",

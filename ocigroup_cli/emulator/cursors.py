@@ -85,9 +85,11 @@ class CursorCodec:
     def decode(self, token: str, stream_id: str, now_ms: int) -> Cursor:
         """Verify and decode; raises a 400 InvalidParameter for anything forged, foreign or expired."""
         try:
-            head, _, tag = token.partition(".")
+            head = token.partition(".")[0]
             payload = _unb64(head)
-            ok = hmac.compare_digest(self._tag(payload), _unb64(tag))
+            # the whole token against its one canonical encoding: base64 decoding ignores a last character's
+            # spare bits, so comparing decoded tags would accept a cursor altered there
+            ok = hmac.compare_digest(token.encode(), f"{_b64(payload)}.{_b64(self._tag(payload))}".encode())
         except (ValueError, TypeError):
             ok = False
         if not ok:

@@ -254,12 +254,12 @@ class Tail:
         return self.stats
 
 
-def live_others(client: StreamingClient, stream: StreamInfo, group: str, me: str, now_ms: int) -> list[str]:
-    """The other instances holding live reservations in `group` (none for a group that does not exist yet)."""
+def live_others(client: StreamingClient, stream: StreamInfo, group: str, me: str, now_ms: int) -> list[str] | None:
+    """The other instances holding live reservations in `group`; None for a group that does not exist yet."""
     try:
         reservations = client.get_group(stream, group)
     except NotFound:
-        return []
+        return None
     return sorted({r.instance for r in reservations if r.instance and r.instance != me and r.live(now_ms)})
 
 

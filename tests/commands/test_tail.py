@@ -61,3 +61,17 @@ def test_bad_tail_options_are_usage_errors(cli):
     assert cli("tail", "--format", "template").code == 2
     assert cli("tail", "--format", "template", "--template", "{nope}").code == 2
     assert cli("tail", "--from", "someday").code == 2
+
+
+def test_a_new_group_is_announced_and_a_name_close_to_a_known_one_is_questioned(cli, sdk):
+    sdk.put(stream_id(sdk), [("k", "v")])
+    first = cli("tail", "--instance", "t", "-e")
+    assert first.code == 0, first.err
+    assert "group 'billing' does not exist yet: tail creates it, starting at earliest." in first.err
+    again = cli("tail", "--instance", "t", "-e")
+    assert "does not exist yet" not in again.err  # it exists now
+    typo = cli("tail", "billling", "--instance", "t", "-e")
+    assert typo.code == 0 and "group 'billling' does not exist yet" in typo.err
+    assert "Did you mean 'billing'?" in typo.err
+    other = cli("tail", "audit", "--instance", "t", "-e")
+    assert "does not exist yet" in other.err and "Did you mean" not in other.err

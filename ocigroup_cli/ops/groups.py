@@ -1,0 +1,47 @@
+"""The groups this machine has used on each stream, kept in the state directory, so that a new group name close
+to a known one can be questioned ("did you mean 'billing'?") before `tail` creates it."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+from pathlib import Path
+
+from ocigroup_cli.paths import state_dir
+
+KEEP = 200  # names per stream
+
+
+def _file() -> Path:
+    return state_dir() / "groups.json"
+
+
+def _load() -> dict[str, list[str]]:
+    with contextlib.suppress(OSError, ValueError):
+        doc = json.loads(_file().read_text())
+        if isinstance(doc, dict):
+            return {k: [str(n) for n in v] for k, v in doc.items() if isinstance(v, list)}
+    return {}
+
+
+def remember(stream_id: str, group: str) -> None:
+    """Note that `group` was used on the stream; best effort (a read-only state directory changes nothing)."""
+    known = _load()
+    names = known.get(stream_id, [])
+    if group in names:
+        return
+    known[stream_id] = [*names, group][-KEEP:]
+    with contextlib.suppress(OSError):
+        _file().parent.mkdir(parents=True, exist_ok=True)
+        tmp = _file().with_name(f".groups.json.{os.getpid()}")
+        tmp.write_text(json.dumps(known))
+        tmp.replace(_file())
+
+
+def close_to(stream_id: str, group: str, also: list[str]) -> str | None:
+    """A known group (or one of `also`, such as the profile's) whose name is close to `group`, if any."""
+    candidates = sorted({*_load().get(stream_id, []), *also} - {group})
+    close = difflib.get_close_matches(group, candidates, n=1, cutoff=0.75)
+    return close[0] if close else None
