@@ -46,3 +46,12 @@ def state_writes(what: str) -> Iterator[None]:
             f"cannot write {what} ({where}{exc.strerror or exc}).",
             "make the state directory writable, or point OCIGROUP_STATE_DIR at a writable directory",
         ) from None
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write `text` to `path` at once: a reader sees the old file or the new one, never part of one (written to a
+    hidden file of this process beside it, then renamed). Makes the directory; raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(path)

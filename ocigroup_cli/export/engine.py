@@ -32,7 +32,7 @@ from pathlib import Path
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import OcigroupError, UsageError
 from ocigroup_cli.localhost import free_port
-from ocigroup_cli.paths import state_dir, state_writes
+from ocigroup_cli.paths import replace_file, state_dir, state_writes
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT_S = 180.0
@@ -236,9 +236,7 @@ def supervise(key: str, master: str, idle_s: float, memory: str, log: str) -> in
             if jvm.poll() is not None or clock.wait(stopping, 0.25):
                 return 1
         engine = Engine(key, port, os.getpid(), str(uuid.uuid4()), master, log, sys.executable)
-        tmp = _record(key).with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(engine)))
-        tmp.replace(_record(key))
+        replace_file(_record(key), json.dumps(asdict(engine)))
         touch(key)
         while not clock.wait(stopping, 1.0) and jvm.poll() is None:
             if _idle_s(key, clock) > idle_s:

@@ -5,8 +5,9 @@ the CLI then shows the phase alone."""
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
+
+from ocigroup_cli.paths import replace_file
 
 
 class SliceCounter:
@@ -27,9 +28,7 @@ class SliceCounter:
         if self.path is None:
             return
         with contextlib.suppress(OSError):
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-            tmp.write_text(text)
-            tmp.replace(self.path)
+            replace_file(self.path, text)  # totals() skips the hidden file it writes first
 
 
 def totals(directory: Path) -> tuple[int, int]:

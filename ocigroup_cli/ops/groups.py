@@ -6,10 +6,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
-import os
 from pathlib import Path
 
-from ocigroup_cli.paths import state_dir
+from ocigroup_cli.paths import replace_file, state_dir
 
 KEEP = 200  # names per stream
 
@@ -34,10 +33,7 @@ def remember(stream_id: str, group: str) -> None:
         return
     known[stream_id] = [*names, group][-KEEP:]
     with contextlib.suppress(OSError):
-        _file().parent.mkdir(parents=True, exist_ok=True)
-        tmp = _file().with_name(f".groups.json.{os.getpid()}")
-        tmp.write_text(json.dumps(known))
-        tmp.replace(_file())
+        replace_file(_file(), json.dumps(known))
 
 
 def close_to(stream_id: str, group: str, also: list[str]) -> str | None:

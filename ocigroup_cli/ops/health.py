@@ -6,14 +6,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ocigroup_cli.core.health import Sample, Verdict, judge, worst
 from ocigroup_cli.ops.inspect import GroupView
-from ocigroup_cli.paths import state_dir, state_writes
+from ocigroup_cli.paths import replace_file, state_dir, state_writes
 
 KEEP_SAMPLES = 200  # per group: enough for a window of hours at cron's pace, small enough to read at once
 
@@ -55,10 +54,7 @@ def _snapshot(view: GroupView, at_ms: int) -> dict[str, Any]:
 
 def _save(path: Path, rows: list[dict[str, Any]]) -> None:
     with state_writes("the consumer-health history"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows[-KEEP_SAMPLES:]))
-        tmp.replace(path)
+        replace_file(path, "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows[-KEEP_SAMPLES:]))
 
 
 def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span_ms: int = 0) -> Health:

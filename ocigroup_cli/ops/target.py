@@ -6,6 +6,7 @@ reference, so later runs need no ListStreams/GetStream call. A 404 for the strea
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -15,7 +16,7 @@ from ocigroup_cli.config import Profile
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import ConfigError, OcigroupError
 from ocigroup_cli.ops import local
-from ocigroup_cli.paths import state_dir
+from ocigroup_cli.paths import replace_file, state_dir
 
 
 def _cache_file() -> Path:
@@ -36,14 +37,8 @@ def _load() -> dict[str, dict[str, object]]:
 
 
 def _save(entries: dict[str, dict[str, object]]) -> None:
-    path = _cache_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(entries, indent=1))
-        tmp.replace(path)
-    except OSError:
-        pass  # a cache that cannot be written only costs a lookup next time
+    with contextlib.suppress(OSError):  # a cache that cannot be written only costs a lookup next time
+        replace_file(_cache_file(), json.dumps(entries, indent=1))
 
 
 def forget(client: StreamingClient, profile: Profile) -> None:
