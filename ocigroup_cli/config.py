@@ -194,6 +194,7 @@ class Profile:
     sources: dict[str, str]
     local: bool = False
     file: Path | None = None
+    file_groups: tuple[str, ...] = ()  # group names that the file's profiles set (did-you-mean candidates)
     settings: Settings = field(init=False)
 
     def __post_init__(self) -> None:
@@ -313,6 +314,16 @@ def _apply_file(b: _Builder, name: str, entry: Any, path: Path, lines: yamlfile.
         b.set(key, _validate(key, value, where + f" profiles.{name}.{key}"), f"{path}:{lines.get(keys, 1)}")
 
 
+def _group_names(profiles: dict[str, Any]) -> tuple[str, ...]:
+    """The group names that any profile of the file sets, as `group: {name: …}` or `group.name: …`."""
+    names = []
+    for entry in profiles.values():
+        if isinstance(entry, dict):
+            section = entry.get("group")
+            names += [section.get("name") if isinstance(section, dict) else None, entry.get("group.name")]
+    return tuple(sorted({n for n in names if isinstance(n, str)}))
+
+
 def _unknown_profile(name: str, path: Path, profiles: dict[str, Any]) -> ConfigError:
     import difflib
 
@@ -366,4 +377,5 @@ def resolve(
     for key, (value, flag) in (overrides or {}).items():
         if value is not None:
             b.set(key, _validate(key, value, f"flag {flag}"), f"flag {flag}")
-    return Profile(name, b.values, b.sources, local=is_local, file=path if doc else None)
+    file = path if doc else None
+    return Profile(name, b.values, b.sources, local=is_local, file=file, file_groups=_group_names(profiles))

@@ -174,11 +174,11 @@ def output_format(requested: str | None) -> str:
     return "table" if is_tty(sys.stdout) else "json"
 
 
-_QUANTITY = re.compile(r"[≥<~]?-?[\d,.]+ ?(ms|s|m|h|d|%)?")
+_QUANTITY = re.compile(r"[≥<~]?-?[\d,.]+(–[\d,.]+)? ?(ms|s|m|h|d|%)?")
 
 
 def _quantity(value: Any) -> bool:
-    """A number, or a number as shown (≥1000, 12.5s, 1,024): right-aligned in a table."""
+    """A number, or a number as shown (≥1000, 12.5s, 1,024, 1,000–4,000): right-aligned in a table."""
     if isinstance(value, bool):
         return False
     return isinstance(value, int | float) or (isinstance(value, str) and _QUANTITY.fullmatch(value) is not None)

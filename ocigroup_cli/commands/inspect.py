@@ -11,7 +11,7 @@ import typer
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
 from ocigroup_cli.core.health import SEVERITIES, fails
-from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
+from ocigroup_cli.core.lag import DEFAULT_LAG_CAP, lag_text, upper
 from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import parse_duration_ms
 from ocigroup_cli.core.watch import Event, Held, Member, Watch
@@ -26,10 +26,29 @@ if TYPE_CHECKING:
     from ocigroup_cli.ops.inspect import GroupView
 
 
-COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "NEXT", "LAG", "TIME-LAG"]
+COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "NEXT", "NEWEST (AGE)", "LAG", "TIME-LAG"]
+
+
+def _newest(offset: int | None, time: str | None, now_ms: int) -> str | None:
+    if offset is None or time is None:
+        return None
+    return f"{offset} ({human_duration(max(0, now_ms - parse_rfc3339_ms(time)) / 1000)})"
+
+
+def summary(view: GroupView) -> str:
+    """The group in one line: state, members, total lag, the oldest waiting message's age."""
+    b = view.balance
+    lag = lag_text(view.total_lag, any(p.lag_capped for p in view.partitions), view.total_at_most)
+    spread = f"{b.expected_min}-{b.expected_max}" if b.expected_min != b.expected_max else f"{b.expected_max}"
+    members = f"{len(b.instances)} member(s)" + (f" with {spread} partition(s) each" if b.instances else "")
+    return (
+        f"group {view.group} on {view.stream}: {view.state}, {members}, total lag {lag}, "
+        f"max time lag {human_duration(view.max_time_lag_s)} (at {view.at})"
+    )
 
 
 def _table(view: GroupView) -> object:
+    now = parse_rfc3339_ms(view.at)
     rows = [
         [
             p.partition,
@@ -37,19 +56,13 @@ def _table(view: GroupView) -> object:
             None if p.seconds_left is None else human_duration(p.seconds_left),
             p.committed_offset,
             p.next_offset,
-            f"≥{p.lag_messages}" if p.lag_capped else p.lag_messages,
+            _newest(p.newest_offset, p.newest_time, now),
+            lag_text(p.lag_messages, p.lag_capped, p.lag_at_most),
             None if p.time_lag_s is None else human_duration(p.time_lag_s),
         ]
         for p in view.partitions
     ]
-    capped = "≥" if any(p.lag_capped for p in view.partitions) else ""
-    b = view.balance
-    title = (
-        f"group {view.group} on {view.stream} at {view.at}: total lag {capped}{view.total_lag}, "
-        f"max time lag {human_duration(view.max_time_lag_s)}, {len(b.instances)} instance(s), "
-        f"{'balanced' if b.ok else 'NOT balanced'} ({b.expected_min}-{b.expected_max} per instance)"
-    )
-    return console.table(COLUMNS, rows, title=title)
+    return console.table(COLUMNS, rows, title=summary(view))
 
 
 def _balance_warnings(view: GroupView) -> None:
@@ -82,9 +95,10 @@ def _health_table(health: Health) -> object:
 def _thresholds(view: GroupView, health: Health | None, fail_on_lag: int | None, time_limit: float | None,
                 fail_on: tuple[str | None, str | None]) -> None:  # fmt: skip
     """Exit 5 (ThresholdExceeded) when the last view crosses a --fail-on-* threshold."""
-    capped = "≥" if any(p.lag_capped for p in view.partitions) else ""
-    if fail_on_lag is not None and view.total_lag > fail_on_lag:
-        raise ThresholdExceeded(f"total lag {capped}{view.total_lag} exceeds --fail-on-lag {fail_on_lag}.")
+    capped = any(p.lag_capped for p in view.partitions)
+    if fail_on_lag is not None and upper(view.total_lag, capped, view.total_at_most) > fail_on_lag:
+        lag = lag_text(view.total_lag, capped, view.total_at_most)
+        raise ThresholdExceeded(f"total lag {lag} exceeds --fail-on-lag {fail_on_lag}.")
     if time_limit is not None and view.max_time_lag_s > time_limit:
         raise ThresholdExceeded(
             f"time lag {human_duration(view.max_time_lag_s)} exceeds --fail-on-time-lag {fail_on[0]}."
@@ -155,13 +169,18 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
     return Group(*parts)
 
 
-def _print(view: GroupView, health: Health | None, events: list[Event], out: str, watch: bool) -> None:
+def _print(view: GroupView, health: Health | None, events: list[Event], out: str, watch: bool, brief: bool) -> None:
     """Off a terminal, or without --watch: events as notices (and, for JSON and YAML, as documents), then the
-    snapshot."""
+    snapshot (`brief`: the summary alone)."""
     for e in events:
         console.notice(e.text)
         if out != "table":
             console.emit({**e.to_json(), "at": ms_to_rfc3339(e.at_ms)}, out, one_line=True)
+    if brief:
+        doc = view.summary_json() if health is None else {**view.summary_json(), "health": health.verdict}
+        line = summary(view) + ("" if health is None else f", health {health.verdict}")
+        console.emit({"event": "snapshot", **doc} if watch else doc, out, lambda: line, one_line=watch)
+        return
     doc = view.to_json() if health is None else {**view.to_json(), "health": health.to_json()}
     if watch and out != "table":
         doc = {"event": "snapshot", **doc}
@@ -182,6 +201,9 @@ HealthOpt = Annotated[
     bool, typer.Option("--health", help="Judge each partition OK, LAGGING, STALLED, STOPPED or REWOUND.")
 ]
 HealthWindow = Annotated[str, typer.Option(help="Judge health over the samples of this last period (e.g. 10m).")]
+SummaryOpt = Annotated[
+    bool, typer.Option("--summary", help="One line per refresh: state, members, total lag, max time lag.")
+]
 FailOnHealth = Annotated[
     str | None, typer.Option(help="Exit 5 when the group's health is at least WARN or ERROR (implies --health).")
 ]
@@ -200,6 +222,7 @@ def inspect(
     health: HealthOpt = False,
     health_window: HealthWindow = "10m",
     fail_on_health: FailOnHealth = None,
+    brief: SummaryOpt = False,
 ) -> None:
     """Show every partition: owner, time left on its reservation, committed offset, lag; then the balance.
 
@@ -221,7 +244,7 @@ def inspect(
     judged = health or fail_on_health is not None
     tracker = Watch()
     shown: list[Event] = []
-    on_screen = watch and out == "table" and console.out().is_terminal
+    on_screen = watch and not brief and out == "table" and console.out().is_terminal
     with _live() if on_screen else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
@@ -234,7 +257,7 @@ def inspect(
             if live is not None:
                 live.update(_screen(view, verdict, tracker.members(now), shown, now), refresh=True)
             else:
-                _print(view, verdict, events, out, watch)
+                _print(view, verdict, events, out, watch, brief)
             if not watch or (iterations is not None and turn >= iterations):
                 break
             g.clock.sleep(wait_s)

@@ -9,19 +9,20 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.core.timespec import Position, parse_duration_ms, parse_position
 from ocigroup_cli.errors import OcigroupError, UsageError
 
 if TYPE_CHECKING:
-    from ocigroup_cli.ops.reset import Plan
+    from ocigroup_cli.ops.reset import PartitionPlan, Plan
 
 COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "RESUMES-AT", "WILL-RESUME-AT", "REPLAY", "SKIP"]
 
 
 def _table(p: Plan) -> object:
-    def count(n: int, capped: bool) -> str:
-        return f"≥{n}" if capped else str(n)
+    def count(n: int, x: PartitionPlan) -> str:
+        return lag_text(n, x.capped, x.at_most) if n else "0"
 
     rows = [
         [
@@ -31,8 +32,8 @@ def _table(p: Plan) -> object:
             x.committed_offset,
             x.resume_now if x.resume_now is not None else "end",
             x.resume_after if x.resume_after is not None else "end",
-            count(x.replay, x.capped),
-            count(x.skip, x.capped),
+            count(x.replay, x),
+            count(x.skip, x),
         ]
         for x in p.partitions
     ]

@@ -117,7 +117,7 @@ def tail(
             return
         others = live_others(s.client, s.stream, name, me, g.clock.time_ms())
         if others is None:
-            _new_group_notice(s.stream.id, name, start)
+            _new_group_notice(s.stream.id, name, start, list(profile.file_groups))
         _confirm_joining(name, others or [], join_live)
         remember(s.stream.id, name)
         limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
@@ -134,11 +134,12 @@ def tail(
         signal.signal(signal.SIGTERM, previous)
 
 
-def _new_group_notice(stream_id: str, group: str, start: Position) -> None:
-    """Say that `tail` creates a group, and question a name close to a group used here before (a typo)."""
+def _new_group_notice(stream_id: str, group: str, start: Position, named: list[str]) -> None:
+    """Say that `tail` creates a group, and question a name close to a group used here before or `named` in the
+    profile file (a typo)."""
     from ocigroup_cli.ops.groups import close_to
 
-    close = close_to(stream_id, group, [])
+    close = close_to(stream_id, group, named)
     console.notice(
         f"group {group!r} does not exist yet: tail creates it, starting at {start.describe()}"
         + (f". Did you mean {close!r}?" if close else ".")

@@ -35,6 +35,17 @@ def check(owners: Mapping[int, str | None]) -> Balance:
     )
 
 
+def state(b: Balance) -> str:
+    """The group's state in one word (OCI reports none; this is derived from its reservations):
+    EMPTY (no live instance), PARTIAL (some partitions have no live owner: an instance left and its
+    reservation ran out, or the others have not read since), UNBALANCED, or STABLE."""
+    if not b.instances:
+        return "EMPTY"
+    if b.unowned:
+        return "PARTIAL"
+    return "STABLE" if b.ok else "UNBALANCED"
+
+
 def moves(
     before: Mapping[int, str | None], after: Mapping[int, str | None]
 ) -> list[tuple[int, str | None, str | None]]:

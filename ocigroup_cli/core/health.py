@@ -6,7 +6,8 @@ Rules, applied to one partition's samples inside the window (the newest sample i
   the window.
 - REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say).
 - LAGGING (WARN): the committed offset moves, but the lag grew from every sample to the next and is larger at
-  the end than at the start. A lag at the cap is a lower bound: two capped samples are not "growth".
+  the end than at the start. Past the cap, the lag compared is its upper bound (from the newest offset); a
+  capped lag without one is a lower bound only, and two of those are not "growth".
 - OK: anything else, including an idle partition (nothing waiting) with or without an owner.
 A verdict other than OK needs two samples at least `min_span_ms` apart; with less history the partition is OK
 ("too little history"). The group's verdict is its worst partition's.
@@ -18,6 +19,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 
 VERDICTS = {"OK": 0, "LAGGING": 1, "REWOUND": 1, "STALLED": 2, "STOPPED": 2}
@@ -33,6 +35,14 @@ class Sample:
     lag: int  # messages waiting, counted up to the cap
     capped: bool  # the count reached the cap: at least `lag`
     owner: str | None  # the live instance holding it, if any
+    at_most: int | None = None  # past the cap, the upper bound the newest offset gave
+
+    @property
+    def estimate(self) -> int | None:
+        """The lag to compare between samples: exact, or the upper bound past the cap; None if neither is known."""
+        if not self.capped:
+            return self.lag
+        return self.at_most
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,7 @@ class Verdict:
 
 
 def _waiting(s: Sample) -> str:
-    return f"{'≥' if s.capped else ''}{s.lag:,}"
+    return lag_text(s.lag, s.capped, s.at_most)
 
 
 def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms: int = 0) -> Verdict:
@@ -81,8 +91,9 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
 
 
 def _growing(window: Sequence[Sample]) -> bool:
-    """Lag larger at every sample than at the one before (a capped count cannot grow: it is the cap)."""
-    return all(after.lag > before.lag for before, after in itertools.pairwise(window))
+    """Lag larger at every sample than at the one before (a capped count without a bound cannot grow)."""
+    lags = [s.estimate for s in window]
+    return all(b is not None and a is not None and a > b for b, a in itertools.pairwise(lags))
 
 
 def worst(verdicts: Iterable[Verdict]) -> str:

@@ -48,7 +48,10 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 
 def _snapshot(view: GroupView, at_ms: int) -> dict[str, Any]:
-    parts = {str(p.partition): [p.committed_offset, p.lag_messages, p.lag_capped, p.instance] for p in view.partitions}
+    parts = {
+        str(p.partition): [p.committed_offset, p.lag_messages, p.lag_capped, p.instance, p.lag_at_most]
+        for p in view.partitions
+    }
     return {"at_ms": at_ms, "partitions": parts}
 
 
@@ -69,6 +72,7 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
         for row in rows:
             seen = row.get("partitions", {}).get(str(p.partition))
             if seen is not None:
-                samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3]))
+                at_most = seen[4] if len(seen) > 4 else None  # samples written before the bound was kept
+                samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most))
         verdicts.append(judge(p.partition, samples, window_ms, min_span_ms))
     return Health(worst(verdicts), window_ms / 1000, len(rows), verdicts)

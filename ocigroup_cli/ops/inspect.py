@@ -1,7 +1,7 @@
 """Describe a consumer group: owners, reservation time left, committed offsets, message and time lag.
 
 OCI exposes no end offset, so lag is measured by reading forward from the committed offset with a partition
-cursor, up to a cap (reported as "at least N" when reached).
+cursor, up to a cap; past the cap, the newest offset (found by probing, ops/reach.py) bounds it from above.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ocigroup_cli.core import balance
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
-from ocigroup_cli.ops.positions import after_commit
+from ocigroup_cli.ops.reach import Reach, measure
 
 LAG_THREADS = 4
 
@@ -28,9 +28,12 @@ class PartitionView:
     seconds_left: float | None
     committed_offset: int | None
     next_offset: int | None
-    lag_messages: int
-    lag_capped: bool
+    lag_messages: int  # counted up to the cap
+    lag_capped: bool  # the count reached the cap: a lower bound
+    lag_at_most: int | None  # the upper bound the newest offset gives (None: the newest was not found)
     time_lag_s: float | None
+    newest_offset: int | None
+    newest_time: str | None
 
 
 @dataclass(frozen=True)
@@ -46,11 +49,34 @@ class GroupView:
         return sum(p.lag_messages for p in self.partitions)
 
     @property
+    def total_at_most(self) -> int | None:
+        """The total lag's upper bound, when every partition has one."""
+        bounds = [p.lag_at_most for p in self.partitions]
+        return None if None in bounds else sum(b or 0 for b in bounds)
+
+    @property
+    def state(self) -> str:
+        return balance.state(self.balance)
+
+    @property
     def max_time_lag_s(self) -> float:
         return max((p.time_lag_s or 0.0 for p in self.partitions), default=0.0)
 
     def owners(self) -> dict[int, str | None]:
         return {p.partition: p.instance for p in self.partitions}
+
+    def totals(self) -> dict[str, Any]:
+        return {
+            "lag_messages": self.total_lag,
+            "lag_capped": any(p.lag_capped for p in self.partitions),
+            "lag_at_most": self.total_at_most,
+            "max_time_lag_s": self.max_time_lag_s,
+        }
+
+    def summary_json(self) -> dict[str, Any]:
+        """The group in one object: what `inspect --summary` prints."""
+        head = {"stream": self.stream, "group": self.group, "at": self.at, "state": self.state}
+        return {**head, "members": len(self.balance.instances), **self.totals()}
 
     def to_json(self) -> dict[str, Any]:
         b = self.balance
@@ -58,12 +84,9 @@ class GroupView:
             "stream": self.stream,
             "group": self.group,
             "at": self.at,
+            "state": self.state,
             "partitions": [asdict(p) for p in self.partitions],
-            "totals": {
-                "lag_messages": self.total_lag,
-                "lag_capped": any(p.lag_capped for p in self.partitions),
-                "max_time_lag_s": self.max_time_lag_s,
-            },
+            "totals": self.totals(),
             "balance": {
                 "ok": b.ok,
                 "instances": b.instances,
@@ -75,33 +98,23 @@ class GroupView:
         }
 
 
-def _lag(
-    client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None, cap: int, now_ms: int
-) -> tuple[int, bool, int | None, float]:
-    """Read forward from the first unconsumed message: (count up to cap, capped?, next offset, time lag s)."""
-    messages, _ = client.get_messages(stream, after_commit(client, stream, partition, committed), limit=cap)
-    if not messages:
-        return 0, False, None, 0.0
-    return len(messages), len(messages) >= cap, messages[0].offset, max(0.0, (now_ms - messages[0].timestamp_ms) / 1000)
-
-
-def _lags(
+def _reaches(
     client: StreamingClient, stream: StreamInfo, committed: dict[int, int | None], cap: int, now_ms: int
-) -> dict[int, tuple[int, bool, int | None, float]]:
-    """Lag of every partition, read on up to LAG_THREADS connections at once (reads wait on the network)."""
+) -> dict[int, Reach]:
+    """Every partition's reach, measured on up to LAG_THREADS connections at once (reads wait on the network)."""
     partitions = sorted(committed)
     workers = min(LAG_THREADS, len(partitions))
     if workers <= 1:
-        return {p: _lag(client, stream, p, committed[p], cap, now_ms) for p in partitions}
+        return {p: measure(client, stream, p, committed[p], cap, now_ms) for p in partitions}
     clients = [client] + [client.clone() for _ in range(workers - 1)]
     shards = [partitions[i::workers] for i in range(workers)]
 
-    def run(i: int) -> dict[int, tuple[int, bool, int | None, float]]:
-        return {p: _lag(clients[i], stream, p, committed[p], cap, now_ms) for p in shards[i]}
+    def run(i: int) -> dict[int, Reach]:
+        return {p: measure(clients[i], stream, p, committed[p], cap, now_ms) for p in shards[i]}
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            results: dict[int, tuple[int, bool, int | None, float]] = {}
+            results: dict[int, Reach] = {}
             for part in pool.map(run, range(workers)):
                 results.update(part)
             return results
@@ -117,13 +130,13 @@ def describe(
     committed_of = {
         p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)
     }
-    lags = _lags(client, stream, committed_of, lag_cap, now_ms)
+    reaches = _reaches(client, stream, committed_of, lag_cap, now_ms)
     views = []
     for p in range(stream.partitions):
         r = reservations.get(p)
         live = r is not None and r.live(now_ms)
-        committed = committed_of[p]
-        count, capped, next_offset, time_lag = lags[p]
+        reach = reaches[p]
+        first, newest = reach.first_waiting, reach.newest
         views.append(
             PartitionView(
                 partition=p,
@@ -132,11 +145,14 @@ def describe(
                 seconds_left=round((r.reserved_until_ms - now_ms) / 1000, 1)
                 if live and r and r.reserved_until_ms
                 else None,
-                committed_offset=committed,
-                next_offset=next_offset,
-                lag_messages=count,
-                lag_capped=capped,
-                time_lag_s=round(time_lag, 3) if time_lag is not None else None,
+                committed_offset=committed_of[p],
+                next_offset=first.offset if first else None,
+                lag_messages=reach.waiting,
+                lag_capped=reach.capped,
+                lag_at_most=reach.at_most,
+                time_lag_s=0.0 if first is None else round(max(0.0, (now_ms - first.timestamp_ms) / 1000), 3),
+                newest_offset=newest.offset if newest else None,
+                newest_time=newest.timestamp if newest else None,
             )
         )
     owners = {v.partition: v.instance for v in views}

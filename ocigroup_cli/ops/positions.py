@@ -16,3 +16,14 @@ def after_commit(client: StreamingClient, stream: StreamInfo, partition: int, co
         except BadRequest:
             pass
     return client.create_cursor(stream, partition, "TRIM_HORIZON")
+
+
+def at_commit(client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None) -> tuple[str, bool]:
+    """A cursor at the committed message itself, and True; or, when there is no commit or it has left
+    retention, a cursor at the oldest retained message, and False."""
+    if committed is not None:
+        try:
+            return client.create_cursor(stream, partition, "AT_OFFSET", offset=committed), True
+        except BadRequest:
+            pass
+    return client.create_cursor(stream, partition, "TRIM_HORIZON"), False

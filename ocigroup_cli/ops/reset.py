@@ -12,6 +12,7 @@ from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.ops.positions import after_commit
+from ocigroup_cli.ops.reach import find_newest
 from ocigroup_cli.paths import state_dir
 
 COUNT_CAP = 10_000
@@ -26,7 +27,8 @@ class PartitionPlan:
     resume_after: int | None  # first offset it reads after the reset (None = at the end)
     replay: int  # messages read again
     skip: int  # messages never read
-    capped: bool
+    capped: bool  # replay or skip reached the count cap: at least that many
+    at_most: int | None  # past the cap, the upper bound the offsets give (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -55,13 +57,22 @@ def _first(client: StreamingClient, stream: StreamInfo, cursor: str) -> int | No
 
 
 def _count(
-    client: StreamingClient, stream: StreamInfo, partition: int, start: int, stop: int | None
-) -> tuple[int, bool]:
-    """Messages with start <= offset < stop (stop None = to the end), counted up to COUNT_CAP."""
+    client: StreamingClient, stream: StreamInfo, partition: int, start: int, stop: int | None, now_ms: int
+) -> tuple[int, bool, int | None]:
+    """Messages with start <= offset < stop (stop None = to the end), counted up to COUNT_CAP: (count, capped,
+    upper bound). Past the cap the offsets bound the count: up to `stop`, or up to the newest message."""
     cursor = client.create_cursor(stream, partition, "AT_OFFSET", offset=start)
-    messages, _ = client.get_messages(stream, cursor, limit=COUNT_CAP)
-    n = sum(1 for m in messages if stop is None or m.offset < stop)
-    return n, len(messages) >= COUNT_CAP and (stop is None or messages[-1].offset < stop)
+    n = 0
+    while n < COUNT_CAP:
+        page, cursor = client.get_messages(stream, cursor, limit=COUNT_CAP - n)
+        inside = [m for m in page if stop is None or m.offset < stop]
+        n += len(inside)
+        if len(inside) < len(page) or not page:
+            return n, False, n
+    if stop is not None:
+        return n, True, stop - start
+    newest = find_newest(client, stream, partition, page[-1], now_ms)
+    return n, True, None if newest is None else max(n, newest.offset - start + 1)
 
 
 def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Position, now_ms: int) -> Plan:
@@ -79,17 +90,14 @@ def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Positi
         now_at = _first(client, stream, after_commit(client, stream, p, committed))
         after_at = _first(client, stream, client.create_cursor(stream, p, target.kind, time_ms=target.time_ms))
         replay = skip = 0
-        capped = False
+        capped, at_most = False, None
         if now_at != after_at:
             if after_at is not None and (now_at is None or after_at < now_at):
-                replay, capped = _count(client, stream, p, after_at, now_at)
+                replay, capped, at_most = _count(client, stream, p, after_at, now_at, now_ms)
             elif now_at is not None:
-                skip, capped = _count(client, stream, p, now_at, after_at)
-        parts.append(
-            PartitionPlan(
-                p, committed, r.instance if r and r.live(now_ms) else None, now_at, after_at, replay, skip, capped
-            )
-        )
+                skip, capped, at_most = _count(client, stream, p, now_at, after_at, now_ms)
+        owner = r.instance if r and r.live(now_ms) else None
+        parts.append(PartitionPlan(p, committed, owner, now_at, after_at, replay, skip, capped, at_most))
     return Plan(stream.name, group, target, parts, live, expires)
 
 

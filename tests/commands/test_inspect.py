@@ -34,7 +34,58 @@ def test_lag_is_capped_and_marked(cli, sdk):
     capped = [p for p in view["partitions"] if p["lag_capped"]]
     assert len(capped) == 1 and capped[0]["lag_messages"] == 10 and view["totals"]["lag_capped"]
     table = cli("inspect", "--lag-cap", "10", "-o", "table")
-    assert "≥10" in table.out
+    assert f"10–{capped[0]['lag_at_most']}" in table.out
+
+
+def test_lag_past_the_cap_is_bounded_by_the_newest_offset(cli, sdk, clock):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    offsets = []
+    for hour in range(3):  # a backlog written over hours: the newest is found by probing, not by reading it all
+        offsets += [e.offset for e in sdk.put(sid, [("same-key", f"{hour}-{i}") for i in range(20)]).entries]
+        clock.advance_ms(3_600_000)
+    sdk.group_cursor(sid, "billing", "a")
+    r = cli("inspect", "--lag-cap", "10", "-o", "json")
+    view = json.loads(r.out)
+    (p,) = [p for p in view["partitions"] if p["lag_capped"]]
+    span = offsets[-1] - offsets[0] + 1  # offsets skip (the service's are not dense): at most this many wait
+    assert (p["lag_messages"], p["lag_at_most"], p["newest_offset"]) == (10, span, offsets[-1])
+    assert p["newest_time"] is not None and view["totals"]["lag_at_most"] == span >= 60
+    table = cli("inspect", "--lag-cap", "10", "-o", "table")
+    assert f"10–{span}" in table.out and f"total lag 10–{span}" in table.out
+    assert f"{offsets[-1]} (1h 00m)" in table.out
+    r = cli("inspect", "--lag-cap", "10", "--fail-on-lag", "30")
+    assert r.code == 5 and f"total lag 10–{span} exceeds --fail-on-lag 30" in r.err
+
+
+def test_a_partition_read_to_its_end_shows_its_newest_message_and_age(cli, sdk, clock):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [("same-key", str(i)) for i in range(5)])
+    c = sdk.group_cursor(sid, "billing", "a")
+    msgs, c = sdk.get(sid, c)
+    sdk.get(sid, c)  # commits all five
+    clock.advance_ms(125_000)
+    view = json.loads(cli("inspect", "-o", "json").out)
+    (p,) = [p for p in view["partitions"] if p["committed_offset"] is not None]
+    assert (p["newest_offset"], p["lag_messages"], p["lag_capped"]) == (msgs[-1].offset, 0, False)
+    assert [q["newest_offset"] for q in view["partitions"] if q is not p] == [None, None, None]  # empty partitions
+    assert f"{msgs[-1].offset} (2m 05s)" in cli("inspect", "-o", "table").out
+
+
+def test_the_summary_line_gives_state_members_and_total_lag(cli, sdk, clock):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [(f"k{i}", "v") for i in range(12)])
+    sdk.group_cursor(sid, "billing", "gone", timeout_in_ms=1000)
+    clock.advance_ms(1001)
+    r = cli("inspect", "--summary", "-o", "table")
+    assert r.code == 0 and r.out.startswith("group billing on orders: EMPTY, 0 member(s), total lag 12,")
+    assert len(r.out.strip().splitlines()) == 1
+    sdk.group_cursor(sid, "billing", "a")
+    sdk.group_cursor(sid, "billing", "b")
+    line = cli("inspect", "--summary", "-o", "table").out
+    assert "STABLE, 2 member(s) with 2 partition(s) each, total lag 12," in line
+    doc = json.loads(cli("inspect", "--summary", "-o", "json").out)
+    assert doc["state"] == "STABLE" and doc["members"] == 2 and doc["lag_messages"] == 12
+    assert "partitions" not in doc
 
 
 def test_thresholds_exit_5(cli, sdk, clock):

@@ -34,6 +34,24 @@ def test_dry_run_is_the_default_and_counts_replay(cli, sdk, clock):
     assert {p: r.committed_offset for p, r in after.items()} == {p: r.committed_offset for p, r in before.items()}
 
 
+def test_counts_past_the_cap_are_bounded_by_offsets(cli, sdk, clock, monkeypatch):
+    import ocigroup_cli.ops.reset
+
+    monkeypatch.setattr(ocigroup_cli.ops.reset, "COUNT_CAP", 5)
+    sid = stream_id(sdk)
+    offsets = [e.offset for e in sdk.put(sid, [("one-key", f"m{i}") for i in range(20)]).entries]
+    consume_all(sdk, sid, "billing", "a")
+    clock.advance_ms(2000)
+    replay = json.loads(cli("reset", "--to", "earliest", "-o", "json").out)
+    (p,) = [p for p in replay["partitions"] if p["replay"]]
+    assert (p["replay"], p["capped"], p["at_most"]) == (5, True, offsets[-1] + 1 - offsets[0])
+    assert f"5–{offsets[-1] + 1 - offsets[0]}" in cli("reset", "--to", "earliest", "-o", "table").out
+    cli("reset", "--to", "earliest", "--execute", "--yes")
+    skip = json.loads(cli("reset", "--to", "latest", "-o", "json").out)  # skip to the end: the newest bounds it
+    (p,) = [p for p in skip["partitions"] if p["skip"]]
+    assert (p["skip"], p["capped"], p["at_most"]) == (5, True, offsets[-1] + 1 - offsets[0])
+
+
 def test_execute_moves_the_group_and_records_it(cli, sdk, clock):
     sid = stream_id(sdk)
     sdk.put(sid, [("one-key", f"m{i}") for i in range(20)])

@@ -75,3 +75,15 @@ def test_a_new_group_is_announced_and_a_name_close_to_a_known_one_is_questioned(
     assert "Did you mean 'billing'?" in typo.err
     other = cli("tail", "audit", "--instance", "t", "-e")
     assert "does not exist yet" in other.err and "Did you mean" not in other.err
+
+
+def test_a_new_group_close_to_one_named_in_the_profile_file_is_questioned(cli, sdk):
+    from pathlib import Path
+
+    import yaml
+
+    doc = yaml.safe_load(Path(cli.config).read_text())
+    doc["profiles"]["payments"] = {**doc["profiles"]["test"], "group": {"name": "payments-settlement"}}
+    Path(cli.config).write_text(yaml.safe_dump(doc))
+    typo = cli("tail", "payments-setlement", "--instance", "t", "-e")
+    assert typo.code == 0 and "Did you mean 'payments-settlement'?" in typo.err

@@ -39,6 +39,14 @@ def test_lag_at_the_cap_twice_is_not_growth():
     assert judge(0, h, 10 * MIN).verdict == "OK"
 
 
+def test_lag_past_the_cap_grows_by_its_upper_bound():
+    h = [Sample(0, 100, 1000, True, "w1", 4000), Sample(2 * MIN, 120, 1000, True, "w1", 9000)]
+    v = judge(0, h, 10 * MIN)
+    assert (v.verdict, v.reason) == ("LAGGING", "lag grew from 1,000–4,000 to 1,000–9,000 in 2m 00s")
+    unknown_bound = [h[0], Sample(2 * MIN, 120, 1000, True, "w1", None)]
+    assert judge(0, unknown_bound, 10 * MIN).verdict == "OK"
+
+
 def test_commits_that_do_not_move_while_messages_wait_is_stalled():
     v = judge(3, _history((0, 100, 40, "w1"), (3, 100, 60, "w2"), (6, 100, 1000, "w2", True)), 10 * MIN)
     assert (v.verdict, v.severity) == ("STALLED", "ERROR")

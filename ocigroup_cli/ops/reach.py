@@ -1,0 +1,77 @@
+"""How far a partition reaches beyond a group's commit: the messages waiting (counted up to a cap), how old the
+first of them is, and the partition's newest message, with its time.
+
+Counting reads from the committed message itself, so one read gives the newest message's time when nothing
+waits. A count that reaches the cap is a lower bound; the newest offset, found by probing AT_TIME cursors
+(core/newest.py), then bounds it from above: offsets only grow, so at most newest - first waiting + 1 wait.
+A short answer from GetMessages is not proof of the end (the service sizes its batches by the stream's
+average message size): only an empty one is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ocigroup_cli.client.streaming import StreamingClient
+from ocigroup_cli.core.limits import MAX_GET_LIMIT
+from ocigroup_cli.core.models import Message, StreamInfo
+from ocigroup_cli.core.newest import Search
+from ocigroup_cli.ops.positions import at_commit
+
+PROBE_PAGE = 1_000  # messages a probe reads before it calls what it found "more"
+
+
+@dataclass(frozen=True)
+class Reach:
+    waiting: int  # messages after the commit, counted up to the cap
+    capped: bool  # the count reached the cap: at least `waiting`
+    at_most: int | None  # an upper bound from the newest offset (equal to `waiting` when not capped)
+    first_waiting: Message | None
+    newest: Message | None  # the partition's newest message, when known
+
+    @classmethod
+    def empty(cls) -> Reach:
+        return cls(0, False, 0, None, None)
+
+
+def measure(
+    client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None, cap: int, now_ms: int
+) -> Reach:
+    """Count the messages after `committed` up to `cap`, and find the newest message."""
+    cursor, at_committed = at_commit(client, stream, partition, committed)
+    skip = int(at_committed)  # the first message read is the committed one: not waiting
+    count, first, last = 0, None, None
+    while count < cap:
+        page, cursor = client.get_messages(stream, cursor, limit=min(MAX_GET_LIMIT, cap - count + skip))
+        if not page:
+            return Reach(count, False, count, first, last)
+        last = page[-1]
+        if skip:
+            page, skip = [m for m in page if m.offset != committed], 0
+        if page:
+            first = first or page[0]
+            count += len(page)
+    assert first is not None and last is not None
+    newest = find_newest(client, stream, partition, last, now_ms)
+    at_most = None if newest is None else max(count, newest.offset - first.offset + 1)
+    return Reach(count, True, at_most, first, newest)
+
+
+def find_newest(
+    client: StreamingClient, stream: StreamInfo, partition: int, known: Message, now_ms: int
+) -> Message | None:
+    """The newest message of the partition, at or after `known`; None if the search gives up."""
+    search = Search.since(known.timestamp_ms, now_ms)
+    while (at := search.next_probe()) is not None:
+        cursor = client.create_cursor(stream, partition, "AT_TIME", time_ms=at)
+        page, cursor = client.get_messages(stream, cursor, limit=PROBE_PAGE)
+        if not page:
+            search.found_nothing(at)
+            continue
+        if len(page) < PROBE_PAGE:
+            more, _ = client.get_messages(stream, cursor, limit=PROBE_PAGE)
+            if not more:
+                return page[-1]
+            page = more
+        search.found_more(at, page[-1].timestamp_ms)
+    return None
