@@ -194,7 +194,14 @@ WatchOpt = Annotated[
 ]
 Interval = Annotated[str, typer.Option(help="Refresh interval for --watch (e.g. 2s).")]
 Iterations = Annotated[int | None, typer.Option(help="Stop --watch after this many refreshes.", min=1)]
-LagCap = Annotated[int, typer.Option(help="Count lag up to this many messages per partition.", min=1, max=10_000)]
+LagCap = Annotated[
+    int,
+    typer.Option(
+        help="Count lag up to this many messages per partition; past it, the newest offset bounds it (a range).",
+        min=1,
+        max=10_000,
+    ),
+]
 FailOnLag = Annotated[int | None, typer.Option(help="Exit 5 when the total message lag exceeds this.", min=0)]
 FailOnTimeLag = Annotated[str | None, typer.Option(help="Exit 5 when any partition's time lag exceeds this (e.g. 5m).")]
 HealthOpt = Annotated[

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,15 +33,21 @@ def _find(timestamps: list[int], known: int) -> tuple[int | None, int]:
     return None, probes
 
 
-def test_a_live_stream_is_found_in_one_probe():
-    ts = [NOW - 50_000 + i for i in range(40_000)] + [NOW - 200]
-    assert _find(ts, 0) == (len(ts) - 1, 1)
-
-
-def test_a_backlog_written_hours_ago_is_found_in_few_probes():
-    burst = [NOW - 3 * 3_600_000 + i // 7 for i in range(4_000_000)]  # 4M messages, 7 per millisecond
-    newest, probes = _find(burst, 999)
-    assert newest == len(burst) - 1 and probes <= 20
+@pytest.mark.parametrize(
+    ("timestamps", "probes"),
+    [
+        pytest.param([NOW - 50_000 + i for i in range(40_000)] + [NOW - 200], 1, id="live, newest 200 ms ago"),
+        pytest.param([NOW - 50_000 + i for i in range(40_000)], 7, id="1 per ms, newest 10 s ago"),
+        pytest.param([NOW - 86_400_000 + i * 100 for i in range(864_000)], 1, id="10 per s for a day"),
+        pytest.param([NOW - 93_600_000 + i * 100 for i in range(864_000)], 15, id="the same, stopped 2 h ago"),
+        pytest.param([NOW - 360_000 + i // 40 for i in range(4_000)], 13, id="4k in a burst 6 min ago"),
+        pytest.param([NOW - 3 * 3_600_000 + i // 7 for i in range(4_000_000)], 18, id="4M in a burst 3 h ago"),
+        pytest.param([NOW - 7 * 86_400_000 + i * 150 for i in range(4_000_000)], 10, id="4M over 7 days"),
+    ],
+)
+def test_probes_needed_for_typical_partitions(timestamps, probes):
+    """The figures README quotes: the newest message of each partition, and the probes it took."""
+    assert _find(timestamps, 999) == (len(timestamps) - 1, probes)
 
 
 def test_more_than_a_page_in_the_last_millisecond_cannot_be_told_apart():
