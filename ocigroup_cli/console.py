@@ -191,8 +191,12 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
     t = Table(title=title, show_edge=False, header_style="bold", box=None, pad_edge=False)
     for i, c in enumerate(columns):
         cells = [row[i] for row in rows if row[i] is not None and row[i] != "-"]
-        # fold, never "…": an identity, OCID or cursor too wide for the terminal continues on the next line
-        t.add_column(c, justify="right" if cells and all(map(_quantity, cells)) else "left", overflow="fold")
+        # fold, never "…": an identity, OCID or cursor too wide for the terminal continues on the next line;
+        # a number is never folded (its column keeps its widest cell's width: the other columns give way)
+        if cells and all(map(_quantity, cells)):
+            t.add_column(c, justify="right", no_wrap=True, min_width=max(len(str(v)) for v in cells))
+        else:
+            t.add_column(c, justify="left", overflow="fold")
     for row in rows:
         t.add_row(*("-" if v is None else str(v) for v in row))
     return t

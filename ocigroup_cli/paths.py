@@ -48,10 +48,12 @@ def state_writes(what: str) -> Iterator[None]:
         ) from None
 
 
-def replace_file(path: Path, text: str) -> None:
+def replace_file(path: Path, text: str, make_parent: bool = True) -> None:
     """Write `text` to `path` at once: a reader sees the old file or the new one, never part of one (written to a
-    hidden file of this process beside it, then renamed). Makes the directory; raises OSError."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    hidden file of this process beside it, then renamed). Makes the directory unless `make_parent` is False (a
+    directory that its owner removed stays removed); raises OSError."""
+    if make_parent:
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(text)
     tmp.replace(path)

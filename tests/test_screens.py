@@ -61,6 +61,19 @@ def test_no_escape_sequences_with_no_color_or_a_dumb_terminal(term, sdk, variabl
     assert "a-long-instance-name-that-must-stay-whole-7f9c4d5b8-x2kqz" in screen.text
 
 
+def test_lag_ranges_and_newest_offsets_stay_whole_at_80_columns(term, sdk):
+    """Numbers are never folded: the instance's name gives way, and the lag range reads whole on its row."""
+    sid, config, env = term
+    entries = sdk.put(sid, [("one-key", f"m{i}") for i in range(1500)]).entries
+    sdk.group_cursor(sid, "billing", "billing-consumer-7f9c4d5b8-x2kqz-with-a-long-suffix")
+    screen = proc.on_pty(["--config", config, "inspect", "--lag-cap", "1000"], env, columns=80, rows=40)
+    assert screen.code == 0, screen.text
+    span = entries[-1].offset - entries[0].offset + 1
+    row = next(line for line in screen.lines if f"1,000–{span:,}" in line and "time lag" not in line)
+    assert f" {entries[-1].offset}" in row, screen.text  # whole; its age may wrap to the next line
+    assert f"total lag 1,000–{span:,}" in " ".join(line.strip() for line in screen.lines)
+
+
 def test_a_dumb_terminal_is_drawn_at_its_own_width(term, sdk):
     sid, config, env = term
     sdk.group_cursor(sid, "billing", "a")

@@ -174,7 +174,10 @@ def claim(out: Path, interrupt: Callable[[str], None] | None = None) -> Iterator
         yield mine
     finally:
         for directory in (mine.partial, mine.progress):
-            shutil.rmtree(directory, ignore_errors=True)
+            for _ in range(3):  # a task of an interrupted job may still add a file while the tree is removed
+                shutil.rmtree(directory, ignore_errors=True)
+                if not directory.exists():
+                    break
         mine.lock.unlink(missing_ok=True)
         taking.unlink(missing_ok=True)
         os.close(fd)

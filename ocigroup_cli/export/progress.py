@@ -28,7 +28,9 @@ class SliceCounter:
         if self.path is None:
             return
         with contextlib.suppress(OSError):
-            replace_file(self.path, text)  # totals() skips the hidden file it writes first
+            # totals() skips the hidden file it writes first; once the CLI removed the directory (the export
+            # ended or was interrupted), a reader still running writes nothing
+            replace_file(self.path, text, make_parent=False)
 
 
 def totals(directory: Path) -> tuple[int, int]:

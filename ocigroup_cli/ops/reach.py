@@ -19,6 +19,7 @@ from ocigroup_cli.core.newest import Search
 from ocigroup_cli.ops.positions import at_commit
 
 PROBE_PAGE = 1_000  # messages a probe reads before it calls what it found "more"
+WALK_PAGES = 3  # where probing cannot go (one PutMessages gives all its messages one millisecond), read on
 
 
 @dataclass(frozen=True)
@@ -74,4 +75,15 @@ def find_newest(
                 return page[-1]
             page = more
         search.found_more(at, page[-1].timestamp_ms)
+    return _walk(client, stream, partition, search.lo_ms)
+
+
+def _walk(client: StreamingClient, stream: StreamInfo, partition: int, from_ms: int) -> Message | None:
+    """Read on from `from_ms` up to WALK_PAGES full answers: the last message before an empty answer, if any."""
+    cursor, last = client.create_cursor(stream, partition, "AT_TIME", time_ms=from_ms), None
+    for _ in range(WALK_PAGES):
+        page, cursor = client.get_messages(stream, cursor, limit=MAX_GET_LIMIT)
+        if not page:
+            return last
+        last = page[-1]
     return None

@@ -52,9 +52,14 @@ def test_bad_health_options_are_usage_errors(cli):
     assert cli("inspect", "--health", "--health-window", "a while").code == 2
 
 
-def test_a_lag_at_the_cap_is_a_lower_bound_in_the_exit_message_too(cli, sdk):
+def test_a_lag_past_the_cap_is_a_range_or_a_lower_bound_in_the_exit_message_too(cli, sdk, monkeypatch):
     sdk.put(_sid(sdk), [("same-key", str(i)) for i in range(30)])
     sdk.group_cursor(_sid(sdk), "billing", "a")
+    r = cli("inspect", "--lag-cap", "10", "--fail-on-lag", "5")
+    assert r.code == 5 and "total lag 10–" in r.err and "exceeds --fail-on-lag 5" in r.err
+    # more than a probe's page in the newest millisecond (the test clock stands still), and no walk past them
+    monkeypatch.setattr("ocigroup_cli.ops.reach.WALK_PAGES", 0)
+    sdk.put(_sid(sdk), [("same-key", "x") for i in range(1_100)])
     r = cli("inspect", "--lag-cap", "10", "--fail-on-lag", "5")
     assert r.code == 5 and "total lag ≥10 exceeds --fail-on-lag 5" in r.err
 

@@ -1,0 +1,27 @@
+"""Row counts of running readers: summed while the export runs; a removed directory stays removed."""
+
+from __future__ import annotations
+
+from ocigroup_cli.export.progress import SliceCounter, totals
+
+
+def test_counts_are_summed_and_finished_slices_counted(tmp_path):
+    a, b = SliceCounter(str(tmp_path), "partition-0000-000"), SliceCounter(str(tmp_path), "partition-0001-000")
+    a.add(10)
+    b.add(5)
+    a.add(7)
+    a.finish()
+    assert totals(tmp_path) == (22, 1)
+
+
+def test_a_reader_still_running_after_the_directory_was_removed_writes_nothing(tmp_path):
+    progress = tmp_path / "x.partial-1.progress"
+    progress.mkdir()
+    counter = SliceCounter(str(progress), "partition-0000-000")
+    counter.add(1)
+    for path in progress.iterdir():
+        path.unlink()
+    progress.rmdir()  # the CLI's cleanup after an interrupt
+    counter.add(1)
+    counter.finish()
+    assert not progress.exists()
