@@ -74,6 +74,19 @@ def test_lag_ranges_and_newest_offsets_stay_whole_at_80_columns(term, sdk):
     assert f"total lag 1,000–{span:,}" in " ".join(line.strip() for line in screen.lines)
 
 
+def test_ctrl_c_leaves_the_last_watch_screen_whole(term, sdk):
+    """The terminal echoes ^C where the cursor is; a screen whose last line fills the width would wrap, and the
+    final redraw would start a line low and leave a copy of the top line behind."""
+    sid, config, env = term
+    sdk.put(sid, [("one-key", f"m{i}") for i in range(1500)])
+    sdk.group_cursor(sid, "billing", "billing-consumer-7f9c4d5b8-x2kqz-with-a-long-suffix")
+    args = ["--config", config, "inspect", "--watch", "--interval", "1s", "--lag-cap", "1000"]
+    screen = proc.on_pty(args, env, columns=80, rows=40, ctrl_c_when=lambda raw: raw.count(b"Ctrl-C to stop") >= 2)
+    assert screen.code == 130, screen.text
+    assert screen.text.count("Ctrl-C to stop") == 1, screen.text
+    assert screen.lines[0].startswith("refreshed "), screen.text
+
+
 def test_a_dumb_terminal_is_drawn_at_its_own_width(term, sdk):
     sid, config, env = term
     sdk.group_cursor(sid, "billing", "a")

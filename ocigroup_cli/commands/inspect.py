@@ -166,7 +166,9 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
     parts += [Text(""), _members(members), Text(""), _table(view)]
     if health is not None:
         parts += [Text(""), _health_table(health)]
-    return Group(*parts)
+    # a last, empty line: tables fill the width, and a ^C the terminal echoes after a full line would wrap it,
+    # so that the final redraw would start a line low and leave a copy of the top line behind
+    return Group(*parts, Text(""))
 
 
 def _print(view: GroupView, health: Health | None, events: list[Event], out: str, watch: bool, brief: bool) -> None:

@@ -30,10 +30,6 @@ class Reach:
     first_waiting: Message | None
     newest: Message | None  # the partition's newest message, when known
 
-    @classmethod
-    def empty(cls) -> Reach:
-        return cls(0, False, 0, None, None)
-
 
 def measure(
     client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None, cap: int, now_ms: int

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,16 +64,23 @@ def on_pty(
     rows: int = 24,
     timeout: float = 30,
     size_vars: bool = True,
+    ctrl_c_when: Callable[[bytes], bool] | None = None,
 ) -> Screen:
     """Run `ocigroup ARGS` with stdin, stdout and stderr on a new pseudo-terminal of the given size; with
-    `size_vars` False, COLUMNS and LINES are not set (shells do not export them): only the terminal knows."""
+    `size_vars` False, COLUMNS and LINES are not set (shells do not export them): only the terminal knows.
+    `ctrl_c_when`: once it holds for the bytes received so far, type Ctrl-C (the terminal is the command's
+    controlling terminal, so its line discipline echoes ^C and sends SIGINT, as a person's would)."""
     master, slave = pty.openpty()
     os.set_blocking(master, False)
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     environment = {"TERM": "xterm-256color", **env, "COLUMNS": str(columns), "LINES": str(rows)}
     if not size_vars:
         environment = {k: v for k, v in environment.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=environment)
+    controlling = {} if ctrl_c_when is None else {
+        "start_new_session": True,
+        "preexec_fn": lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+    }  # fmt: skip
+    proc = subprocess.Popen([exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=environment, **controlling)
     os.close(slave)
     raw = bytearray()
     deadline = time.monotonic() + timeout
@@ -84,6 +91,9 @@ def on_pty(
             with contextlib.suppress(OSError):  # EIO: every holder of the terminal's other side is gone
                 chunk = os.read(master, 65536)
             raw += chunk
+        if ctrl_c_when is not None and ctrl_c_when(bytes(raw)):
+            os.write(master, b"\x03")
+            ctrl_c_when = None
         if not chunk and proc.poll() is not None:
             break
     code = proc.poll()
