@@ -14,6 +14,7 @@ from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core import balance
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.ops.reach import Reach, measure
 
@@ -104,13 +105,14 @@ def _reaches(
     """Every partition's reach, measured on up to LAG_THREADS connections at once (reads wait on the network)."""
     partitions = sorted(committed)
     workers = min(LAG_THREADS, len(partitions))
+    sizer = Sizer()  # shared: what one partition's answers teach sizes the others'
     if workers <= 1:
-        return {p: measure(client, stream, p, committed[p], cap, now_ms) for p in partitions}
+        return {p: measure(client, stream, p, committed[p], cap, now_ms, sizer) for p in partitions}
     clients = [client] + [client.clone() for _ in range(workers - 1)]
     shards = [partitions[i::workers] for i in range(workers)]
 
     def run(i: int) -> dict[int, Reach]:
-        return {p: measure(clients[i], stream, p, committed[p], cap, now_ms) for p in shards[i]}
+        return {p: measure(clients[i], stream, p, committed[p], cap, now_ms, sizer) for p in shards[i]}
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -5,7 +5,8 @@ Counting reads from the committed message itself, so one read gives the newest m
 waits. A count that reaches the cap is a lower bound; the newest offset, found by probing AT_TIME cursors
 (core/newest.py), then bounds it from above: offsets only grow, so at most newest - first waiting + 1 wait.
 A short answer from GetMessages is not proof of the end (the service sizes its batches by the stream's
-average message size): only an empty one is.
+average message size): only an empty one is. Answers are sized in bytes (core/sizing.py), and counting stops
+after COUNT_BYTES: a partition of 1 MiB messages is counted as far as that goes, then bounded by offsets.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.limits import MAX_GET_LIMIT
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.newest import Search
+from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.ops.positions import at_commit
 
 PROBE_PAGE = 1_000  # messages a probe reads before it calls what it found "more"
 WALK_PAGES = 3  # where probing cannot go (one PutMessages gives all its messages one millisecond), read on
+COUNT_BYTES = 64 << 20  # read at most this much (base64) per partition to count its lag
 
 
 @dataclass(frozen=True)
@@ -32,16 +35,24 @@ class Reach:
 
 
 def measure(
-    client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None, cap: int, now_ms: int
+    client: StreamingClient,
+    stream: StreamInfo,
+    partition: int,
+    committed: int | None,
+    cap: int,
+    now_ms: int,
+    sizer: Sizer | None = None,
 ) -> Reach:
-    """Count the messages after `committed` up to `cap`, and find the newest message."""
+    """Count the messages after `committed` up to `cap` (or COUNT_BYTES), and find the newest message."""
+    sizer = sizer or Sizer()
     cursor, at_committed = at_commit(client, stream, partition, committed)
     skip = int(at_committed)  # the first message read is the committed one: not waiting
-    count, first, last = 0, None, None
-    while count < cap:
-        page, cursor = client.get_messages(stream, cursor, limit=min(MAX_GET_LIMIT, cap - count + skip))
+    count, first, last, read = 0, None, None, 0
+    while count < cap and read < COUNT_BYTES:
+        page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(cap - count + skip))
         if not page:
             return Reach(count, False, count, first, last)
+        read += sizer.saw(page)
         last = page[-1]
         if skip:
             page, skip = [m for m in page if m.offset != committed], 0
@@ -49,36 +60,38 @@ def measure(
             first = first or page[0]
             count += len(page)
     assert first is not None and last is not None
-    newest = find_newest(client, stream, partition, last, now_ms)
+    newest = find_newest(client, stream, partition, last, now_ms, sizer)
     at_most = None if newest is None else max(count, newest.offset - first.offset + 1)
     return Reach(count, True, at_most, first, newest)
 
 
 def find_newest(
-    client: StreamingClient, stream: StreamInfo, partition: int, known: Message, now_ms: int
+    client: StreamingClient, stream: StreamInfo, partition: int, known: Message, now_ms: int, sizer: Sizer
 ) -> Message | None:
     """The newest message of the partition, at or after `known`; None if the search gives up."""
     search = Search.since(known.timestamp_ms, now_ms)
     while (at := search.next_probe()) is not None:
         cursor = client.create_cursor(stream, partition, "AT_TIME", time_ms=at)
-        page, cursor = client.get_messages(stream, cursor, limit=PROBE_PAGE)
+        limit = sizer.limit(PROBE_PAGE)
+        page, cursor = client.get_messages(stream, cursor, limit=limit)
+        sizer.saw(page)
         if not page:
             search.found_nothing(at)
             continue
-        if len(page) < PROBE_PAGE:
-            more, _ = client.get_messages(stream, cursor, limit=PROBE_PAGE)
+        if len(page) < limit:
+            more, _ = client.get_messages(stream, cursor, limit=limit)
             if not more:
                 return page[-1]
             page = more
         search.found_more(at, page[-1].timestamp_ms)
-    return _walk(client, stream, partition, search.lo_ms)
+    return _walk(client, stream, partition, search.lo_ms, sizer)
 
 
-def _walk(client: StreamingClient, stream: StreamInfo, partition: int, from_ms: int) -> Message | None:
+def _walk(client: StreamingClient, stream: StreamInfo, partition: int, from_ms: int, sizer: Sizer) -> Message | None:
     """Read on from `from_ms` up to WALK_PAGES full answers: the last message before an empty answer, if any."""
     cursor, last = client.create_cursor(stream, partition, "AT_TIME", time_ms=from_ms), None
     for _ in range(WALK_PAGES):
-        page, cursor = client.get_messages(stream, cursor, limit=MAX_GET_LIMIT)
+        page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(MAX_GET_LIMIT))
         if not page:
             return last
         last = page[-1]

@@ -9,10 +9,11 @@ from typing import Any
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.ops.positions import after_commit
-from ocigroup_cli.ops.reach import find_newest
+from ocigroup_cli.ops.reach import COUNT_BYTES, find_newest
 from ocigroup_cli.paths import state_dir
 
 COUNT_CAP = 10_000
@@ -57,21 +58,29 @@ def _first(client: StreamingClient, stream: StreamInfo, cursor: str) -> int | No
 
 
 def _count(
-    client: StreamingClient, stream: StreamInfo, partition: int, start: int, stop: int | None, now_ms: int
+    client: StreamingClient,
+    stream: StreamInfo,
+    partition: int,
+    span: tuple[int, int | None],
+    now_ms: int,
+    sizer: Sizer,
 ) -> tuple[int, bool, int | None]:
-    """Messages with start <= offset < stop (stop None = to the end), counted up to COUNT_CAP: (count, capped,
-    upper bound). Past the cap the offsets bound the count: up to `stop`, or up to the newest message."""
+    """Messages with start <= offset < stop (stop None = to the end), counted up to COUNT_CAP (or COUNT_BYTES
+    read): (count, capped, upper bound). Past the cap the offsets bound the count: up to `stop`, or up to the
+    newest message."""
+    start, stop = span
     cursor = client.create_cursor(stream, partition, "AT_OFFSET", offset=start)
-    n = 0
-    while n < COUNT_CAP:
-        page, cursor = client.get_messages(stream, cursor, limit=COUNT_CAP - n)
+    n = read = 0
+    while n < COUNT_CAP and read < COUNT_BYTES:
+        page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(COUNT_CAP - n))
+        read += sizer.saw(page)
         inside = [m for m in page if stop is None or m.offset < stop]
         n += len(inside)
         if len(inside) < len(page) or not page:
             return n, False, n
     if stop is not None:
         return n, True, stop - start
-    newest = find_newest(client, stream, partition, page[-1], now_ms)
+    newest = find_newest(client, stream, partition, page[-1], now_ms, sizer)
     return n, True, None if newest is None else max(n, newest.offset - start + 1)
 
 
@@ -83,7 +92,7 @@ def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Positi
                     / 1000, 1)
         for name in live
     }  # fmt: skip
-    parts = []
+    parts, sizer = [], Sizer()
     for p in range(stream.partitions):
         r = reservations.get(p)
         committed = r.committed_offset if r else None
@@ -93,9 +102,9 @@ def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Positi
         capped, at_most = False, None
         if now_at != after_at:
             if after_at is not None and (now_at is None or after_at < now_at):
-                replay, capped, at_most = _count(client, stream, p, after_at, now_at, now_ms)
+                replay, capped, at_most = _count(client, stream, p, (after_at, now_at), now_ms, sizer)
             elif now_at is not None:
-                skip, capped, at_most = _count(client, stream, p, now_at, after_at, now_ms)
+                skip, capped, at_most = _count(client, stream, p, (now_at, after_at), now_ms, sizer)
         owner = r.instance if r and r.live(now_ms) else None
         parts.append(PartitionPlan(p, committed, owner, now_at, after_at, replay, skip, capped, at_most))
     return Plan(stream.name, group, target, parts, live, expires)

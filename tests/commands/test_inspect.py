@@ -71,6 +71,35 @@ def test_a_partition_read_to_its_end_shows_its_newest_message_and_age(cli, sdk, 
     assert f"{msgs[-1].offset} (2m 05s)" in cli("inspect", "-o", "table").out
 
 
+def test_large_messages_are_counted_in_answers_of_bounded_size(cli, sdk, clock, monkeypatch):
+    """1 MiB messages scaled down: answers stay near READ_BYTES, counting stops after COUNT_BYTES, and the
+    newest offset still bounds the lag."""
+    from ocigroup_cli.client.streaming import StreamingClient
+
+    monkeypatch.setattr("ocigroup_cli.core.sizing.READ_BYTES", 8_000)
+    monkeypatch.setattr("ocigroup_cli.ops.reach.COUNT_BYTES", 20_000)
+    answers = []
+    get_messages = StreamingClient.get_messages
+
+    def recording(self, stream, cursor, limit=None, patient=None):
+        messages, nxt = get_messages(self, stream, cursor, limit, patient)
+        answers.append(sum(len(m.value) for m in messages))
+        return messages, nxt
+
+    monkeypatch.setattr(StreamingClient, "get_messages", recording)
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    offsets = []
+    for _ in range(20):  # a request carries at most 1 MiB: few large messages share one millisecond
+        offsets += [e.offset for e in sdk.put(sid, [("same-key", "v" * 1000) for i in range(5)]).entries]
+        clock.advance_ms(5)
+    sdk.group_cursor(sid, "billing", "a")
+    view = json.loads(cli("inspect", "-o", "json").out)
+    (p,) = [p for p in view["partitions"] if p["lag_capped"]]
+    assert 15 <= p["lag_messages"] < 40 and p["lag_at_most"] == offsets[-1] - offsets[0] + 1
+    assert max(answers) <= 20 * 1336  # the first answer (20 messages); every later one fits 8,000 bytes
+    assert sorted(answers)[-2] <= 8_000
+
+
 def test_the_summary_line_gives_state_members_and_total_lag(cli, sdk, clock):
     sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
     sdk.put(sid, [(f"k{i}", "v") for i in range(12)])
