@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from ocigroup_cli.ops.health import Health
     from ocigroup_cli.ops.inspect import GroupView
+    from ocigroup_cli.ops.session import Session
 
 
 COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "NEXT", "NEWEST (AGE)", "LAG", "TIME-LAG"]
@@ -190,6 +191,24 @@ def _print(view: GroupView, health: Health | None, events: list[Event], out: str
     _balance_warnings(view)
 
 
+def _look(
+    s: Session, group: str, now_ms: int, lag_cap: int, before: GroupView | None, window_ms: int | None
+) -> tuple[GroupView, Health | None]:
+    """One look at the group: described (each partition probed first where its newest message was, on the look
+    `before` or the last run), remembered for the next look and run, and judged over `window_ms` if given."""
+    from ocigroup_cli.ops.groups import remember
+    from ocigroup_cli.ops.health import assess
+    from ocigroup_cli.ops.inspect import describe
+    from ocigroup_cli.ops.newest import last_seen, note_seen
+
+    hints = before.newest_ms() if before else last_seen(s.stream.id)
+    view = describe(s.client, s.stream, group, now_ms, lag_cap, hints)
+    if before is None:
+        remember(s.stream.id, group)
+    note_seen(s.stream.id, view.newest_ms())
+    return view, None if window_ms is None else assess(view, s.stream.id, now_ms, window_ms)
+
+
 GroupArg = Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")]
 WatchOpt = Annotated[
     bool, typer.Option("--watch", "-w", help="Redraw in place until interrupted, with a log of what happened.")
@@ -241,10 +260,6 @@ def inspect(
     Example (cron): ocigroup inspect billing --fail-on-health ERROR
     """
     wait_s, time_limit, window_ms = _parse(interval, fail_on_time_lag, health_window, fail_on_health)
-    from ocigroup_cli.ops.groups import remember
-    from ocigroup_cli.ops.health import assess
-    from ocigroup_cli.ops.inspect import describe
-
     g = globals_of(ctx)
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
@@ -253,14 +268,12 @@ def inspect(
     judged = health or fail_on_health is not None
     tracker = Watch()
     shown: list[Event] = []
+    view: GroupView | None = None
     on_screen = watch and not brief and out == "table" and console.out().is_terminal
     with _live() if on_screen else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
-            view = describe(s.client, s.stream, name, now, lag_cap)
-            if turn == 1:
-                remember(s.stream.id, name)
-            verdict = assess(view, s.stream.id, now, int(window_ms)) if judged else None
+            view, verdict = _look(s, name, now, lag_cap, view, int(window_ms) if judged else None)
             events = tracker.sample(now, _held(view))
             shown = (shown + events)[-EVENTS_SHOWN:]
             if live is not None:
@@ -270,6 +283,7 @@ def inspect(
             if not watch or (iterations is not None and turn >= iterations):
                 break
             g.clock.sleep(wait_s)
+    assert view is not None  # the loop ran once at least
     limit = None if time_limit < 0 else time_limit
     fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
     _thresholds(view, verdict, fail_on_lag, limit, fail_on)

@@ -28,16 +28,21 @@ class Search:
     step_ms: int = FIRST_STEP_MS
     outward: bool = True
     probed: set[int] = field(default_factory=set)
+    hint_ms: int | None = None  # where the newest message was last time (a watch's previous refresh)
 
     @classmethod
-    def since(cls, known_ms: int, now_ms: int) -> Search:
-        """A search from `known_ms` (the timestamp of a message known to exist) to now."""
-        return cls(lo_ms=known_ms, hi_ms=max(now_ms, known_ms) + 1)
+    def since(cls, known_ms: int, now_ms: int, hint_ms: int | None = None) -> Search:
+        """A search from `known_ms` (the timestamp of a message known to exist) to now; `hint_ms`, when it lies
+        between, is probed first: if less than a page arrived since, that one probe finds the newest message."""
+        return cls(lo_ms=known_ms, hi_ms=max(now_ms, known_ms) + 1, hint_ms=hint_ms)
 
     def next_probe(self) -> int | None:
         """The time to probe next, or None when the search gives up."""
         if len(self.probed) >= MAX_PROBES:
             return None
+        hint = self.hint_ms
+        if hint is not None and hint not in self.probed and self.lo_ms < hint < self.hi_ms:
+            return hint
         if self.outward:
             at = self.hi_ms - self.step_ms
             if at > self.lo_ms:
@@ -58,4 +63,4 @@ class Search:
         """More than a page from `at_ms`; the last message read has timestamp `last_seen_ms`."""
         self.probed.add(at_ms)
         self.lo_ms = max(self.lo_ms, at_ms, min(last_seen_ms, self.hi_ms - 1))
-        self.outward = False
+        self.outward = self.outward and at_ms == self.hint_ms  # past the hint: still look back from now first

@@ -97,6 +97,7 @@ FILES = (
         "The Spark JVM's class archive, recorded by the first export so later ones start sooner; safe to delete.",
     ),
     File("groups.json", "The groups tail and inspect used per stream, to question a new name close to one of them."),
+    File("newest.json", "Where inspect last found each partition's newest message, probed first the next time."),
     File(
         "health/",
         "Samples of inspect --health (the last 200 per stream and group), judged over --health-window.",

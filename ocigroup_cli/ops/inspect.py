@@ -15,7 +15,7 @@ from ocigroup_cli.core import balance
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.sizing import Sizer
-from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.ops.reach import Reach, measure
 
 LAG_THREADS = 4
@@ -63,6 +63,9 @@ class GroupView:
     def max_time_lag_s(self) -> float:
         return max((p.time_lag_s or 0.0 for p in self.partitions), default=0.0)
 
+    def newest_ms(self) -> dict[int, int]:
+        return {p.partition: parse_rfc3339_ms(p.newest_time) for p in self.partitions if p.newest_time}
+
     def owners(self) -> dict[int, str | None]:
         return {p.partition: p.instance for p in self.partitions}
 
@@ -100,19 +103,24 @@ class GroupView:
 
 
 def _reaches(
-    client: StreamingClient, stream: StreamInfo, committed: dict[int, int | None], cap: int, now_ms: int
+    client: StreamingClient,
+    stream: StreamInfo,
+    committed: dict[int, int | None],
+    cap: int,
+    now_ms: int,
+    hints: dict[int, int],
 ) -> dict[int, Reach]:
     """Every partition's reach, measured on up to LAG_THREADS connections at once (reads wait on the network)."""
     partitions = sorted(committed)
     workers = min(LAG_THREADS, len(partitions))
     sizer = Sizer()  # shared: what one partition's answers teach sizes the others'
     if workers <= 1:
-        return {p: measure(client, stream, p, committed[p], cap, now_ms, sizer) for p in partitions}
+        return {p: measure(client, stream, p, committed[p], cap, now_ms, sizer, hints.get(p)) for p in partitions}
     clients = [client] + [client.clone() for _ in range(workers - 1)]
     shards = [partitions[i::workers] for i in range(workers)]
 
     def run(i: int) -> dict[int, Reach]:
-        return {p: measure(clients[i], stream, p, committed[p], cap, now_ms, sizer) for p in shards[i]}
+        return {p: measure(clients[i], stream, p, committed[p], cap, now_ms, sizer, hints.get(p)) for p in shards[i]}
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -126,13 +134,20 @@ def _reaches(
 
 
 def describe(
-    client: StreamingClient, stream: StreamInfo, group: str, now_ms: int, lag_cap: int = DEFAULT_LAG_CAP
+    client: StreamingClient,
+    stream: StreamInfo,
+    group: str,
+    now_ms: int,
+    lag_cap: int = DEFAULT_LAG_CAP,
+    hints: dict[int, int] | None = None,
 ) -> GroupView:
+    """The group now; `hints`: where each partition's newest message was last time (epoch ms)."""
+    hints = hints or {}
     reservations = {r.partition: r for r in client.get_group(stream, group)}
     committed_of = {
         p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)
     }
-    reaches = _reaches(client, stream, committed_of, lag_cap, now_ms)
+    reaches = _reaches(client, stream, committed_of, lag_cap, now_ms, hints)
     views = []
     for p in range(stream.partitions):
         r = reservations.get(p)

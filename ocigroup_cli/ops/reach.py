@@ -42,8 +42,10 @@ def measure(
     cap: int,
     now_ms: int,
     sizer: Sizer | None = None,
+    hint_ms: int | None = None,
 ) -> Reach:
-    """Count the messages after `committed` up to `cap` (or COUNT_BYTES), and find the newest message."""
+    """Count the messages after `committed` up to `cap` (or COUNT_BYTES), and find the newest message (`hint_ms`:
+    where it was last time)."""
     sizer = sizer or Sizer()
     cursor, at_committed = at_commit(client, stream, partition, committed)
     skip = int(at_committed)  # the first message read is the committed one: not waiting
@@ -60,16 +62,22 @@ def measure(
             first = first or page[0]
             count += len(page)
     assert first is not None and last is not None
-    newest = find_newest(client, stream, partition, last, now_ms, sizer)
+    newest = find_newest(client, stream, partition, last, now_ms, sizer, hint_ms)
     at_most = None if newest is None else max(count, newest.offset - first.offset + 1)
     return Reach(count, True, at_most, first, newest)
 
 
 def find_newest(
-    client: StreamingClient, stream: StreamInfo, partition: int, known: Message, now_ms: int, sizer: Sizer
+    client: StreamingClient,
+    stream: StreamInfo,
+    partition: int,
+    known: Message,
+    now_ms: int,
+    sizer: Sizer,
+    hint_ms: int | None = None,
 ) -> Message | None:
     """The newest message of the partition, at or after `known`; None if the search gives up."""
-    search = Search.since(known.timestamp_ms, now_ms)
+    search = Search.since(known.timestamp_ms, now_ms, hint_ms)
     while (at := search.next_probe()) is not None:
         cursor = client.create_cursor(stream, partition, "AT_TIME", time_ms=at)
         limit = sizer.limit(PROBE_PAGE)

@@ -57,6 +57,34 @@ def test_lag_past_the_cap_is_bounded_by_the_newest_offset(cli, sdk, clock):
     assert r.code == 5 and f"total lag 10–{span} exceeds --fail-on-lag 30" in r.err
 
 
+def test_the_next_run_probes_where_the_newest_message_was_first(cli, sdk, clock, monkeypatch):
+    from ocigroup_cli.client.streaming import StreamingClient
+
+    probes = []
+    create_cursor = StreamingClient.create_cursor
+
+    def recording(self, stream, partition, kind, offset=None, time_ms=None):
+        if kind == "AT_TIME":
+            probes.append(time_ms)
+        return create_cursor(self, stream, partition, kind, offset, time_ms)
+
+    monkeypatch.setattr(StreamingClient, "create_cursor", recording)
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    for hour in range(3):
+        sdk.put(sid, [("same-key", f"{hour}-{i}") for i in range(20)])
+        clock.advance_ms(3_600_000)
+    sdk.group_cursor(sid, "billing", "a")
+    first = json.loads(cli("inspect", "--lag-cap", "10", "-o", "json").out)
+    searched, probes[:] = len(probes), []
+    sdk.put(sid, [("same-key", "new")])  # fewer than a probe's page arrive before the next run
+    clock.advance_ms(60_000)
+    second = json.loads(cli("inspect", "--lag-cap", "10", "-o", "json").out)
+    (before,) = [p for p in first["partitions"] if p["lag_capped"]]
+    (after,) = [p for p in second["partitions"] if p["lag_capped"]]
+    assert searched > 3 and len(probes) == 1  # the state directory kept where the newest message was
+    assert after["newest_offset"] > before["newest_offset"]
+
+
 def test_a_partition_read_to_its_end_shows_its_newest_message_and_age(cli, sdk, clock):
     sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
     sdk.put(sid, [("same-key", str(i)) for i in range(5)])

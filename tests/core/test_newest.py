@@ -15,10 +15,10 @@ PAGE = 1000
 NOW = 10**12
 
 
-def _find(timestamps: list[int], known: int) -> tuple[int | None, int]:
+def _find(timestamps: list[int], known: int, hint: int | None = None) -> tuple[int | None, int]:
     """Run the search as ops/reach.py does against a partition whose messages carry `timestamps` (sorted):
     (the newest message's index, or None, and the probes it took)."""
-    search = Search.since(timestamps[known], NOW)
+    search = Search.since(timestamps[known], NOW, hint)
     probes = 0
     while (at := search.next_probe()) is not None:
         probes += 1
@@ -50,6 +50,16 @@ def test_probes_needed_for_typical_partitions(timestamps, probes):
     assert _find(timestamps, 999) == (len(timestamps) - 1, probes)
 
 
+def test_a_watch_finds_the_newest_again_in_one_probe_from_where_it_was():
+    burst = [NOW - 3 * 3_600_000 + i // 7 for i in range(4_000_000)]
+    assert _find(burst, 999, hint=burst[-1]) == (len(burst) - 1, 1)  # nothing new since the last refresh
+    grown = [*burst, NOW - 60_000, NOW - 30_000]
+    assert _find(grown, 999, hint=burst[-1]) == (len(grown) - 1, 1)  # a few since: read on from the hint
+    live = [NOW - 50_000 + i for i in range(40_000)] + [NOW - 200]
+    assert _find(live, 999, hint=NOW - 30_000)[0] == len(live) - 1  # many since: looks back from now as before
+    assert _find(live, 999, hint=NOW - 30_000)[1] <= 2
+
+
 def test_more_than_a_page_in_the_last_millisecond_cannot_be_told_apart():
     ts = [NOW - 60_000] * (PAGE + 1)
     assert _find(ts, 0)[0] is None
@@ -63,14 +73,16 @@ def test_more_than_a_page_in_the_last_millisecond_cannot_be_told_apart():
         max_size=3000,
     ),
     known=st.integers(0, 10**6),
+    hint=st.none() | st.integers(0, 10**6),
 )
-def test_the_search_finds_the_newest_or_says_it_cannot(gaps, known):
+def test_the_search_finds_the_newest_or_says_it_cannot(gaps, known, hint):
+    """Whatever the partition, and wherever a watch's previous refresh saw the newest message (any message)."""
     ts, t = [], NOW - sum(gaps) - 1
     for g in gaps:
         t += g
         ts.append(t)
     known %= len(ts)
-    newest, probes = _find(ts, known)
+    newest, probes = _find(ts, known, None if hint is None else ts[hint % len(ts)])
     assert probes <= MAX_PROBES
     if newest is not None:
         assert newest == len(ts) - 1
