@@ -4,9 +4,11 @@ there is reported: as the user's environment to fix (exit 2), never as a bug."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ocigroup_cli.errors import ConfigError
 
@@ -57,3 +59,13 @@ def replace_file(path: Path, text: str, make_parent: bool = True) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(text)
     tmp.replace(path)
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object a state file holds; {} when the file is missing, unreadable or holds something else
+    (state files are caches and hints: losing one costs a lookup, never an error)."""
+    with contextlib.suppress(OSError, ValueError):
+        doc = json.loads(path.read_text())
+        if isinstance(doc, dict):
+            return doc
+    return {}

@@ -8,7 +8,7 @@ import difflib
 import json
 from pathlib import Path
 
-from ocigroup_cli.paths import replace_file, state_dir
+from ocigroup_cli.paths import read_json_object, replace_file, state_dir
 
 KEEP = 200  # names per stream
 
@@ -18,11 +18,7 @@ def _file() -> Path:
 
 
 def _load() -> dict[str, list[str]]:
-    with contextlib.suppress(OSError, ValueError):
-        doc = json.loads(_file().read_text())
-        if isinstance(doc, dict):
-            return {k: [str(n) for n in v] for k, v in doc.items() if isinstance(v, list)}
-    return {}
+    return {k: [str(n) for n in v] for k, v in read_json_object(_file()).items() if isinstance(v, list)}
 
 
 def remember(stream_id: str, group: str) -> None:

@@ -8,7 +8,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from ocigroup_cli.paths import replace_file, state_dir
+from ocigroup_cli.paths import read_json_object, replace_file, state_dir
 
 KEEP_STREAMS = 50
 
@@ -18,11 +18,7 @@ def _file() -> Path:
 
 
 def _load() -> dict[str, dict[str, int]]:
-    with contextlib.suppress(OSError, ValueError):
-        doc = json.loads(_file().read_text())
-        if isinstance(doc, dict):
-            return {k: v for k, v in doc.items() if isinstance(v, dict)}
-    return {}
+    return {k: v for k, v in read_json_object(_file()).items() if isinstance(v, dict)}
 
 
 def last_seen(stream_id: str) -> dict[int, int]:

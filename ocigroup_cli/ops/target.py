@@ -16,7 +16,7 @@ from ocigroup_cli.config import Profile
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import ConfigError, OcigroupError
 from ocigroup_cli.ops import local
-from ocigroup_cli.paths import replace_file, state_dir
+from ocigroup_cli.paths import read_json_object, replace_file, state_dir
 
 
 def _cache_file() -> Path:
@@ -29,11 +29,7 @@ def _cache_key(client: StreamingClient, profile: Profile) -> str:
 
 
 def _load() -> dict[str, dict[str, object]]:
-    try:
-        data = json.loads(_cache_file().read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    return read_json_object(_cache_file())
 
 
 def _save(entries: dict[str, dict[str, object]]) -> None:
