@@ -5,7 +5,8 @@ timestamp is at or after a time. A probe reads from such a cursor and finds one 
 newest message is older than the probe), the end after less than a page (the newest message, found), or more
 than that (the newest message is later). The search probes back from now, 1 s, 4 s, 16 s and so on, until a
 probe finds something, then bisects the time between what it knows; a probe that finds more moves the lower
-bound to the last timestamp it saw, so dense stretches are crossed quickly.
+bound to the last timestamp it saw, so dense stretches are crossed quickly. Where the newest message was last
+time (a hint) is probed first: if less than a page arrived since, that one probe is the whole search.
 
 The search is pure: it proposes the next time to probe and learns what the probe found.
 """
@@ -28,7 +29,7 @@ class Search:
     step_ms: int = FIRST_STEP_MS
     outward: bool = True
     probed: set[int] = field(default_factory=set)
-    hint_ms: int | None = None  # where the newest message was last time (a watch's previous refresh)
+    hint_ms: int | None = None  # where the newest message was last time (a watch's last refresh, the last run)
 
     @classmethod
     def since(cls, known_ms: int, now_ms: int, hint_ms: int | None = None) -> Search:
