@@ -205,7 +205,11 @@ def drain_and_stop(run: Run) -> None:
     deadline = run.now() + run.setting.drain_s
     while run.recorder.unconsumed() and run.now() < deadline:
         REAL.sleep(0.1)
-    REAL.sleep(1.0)  # the instances' idle reads commit their last batches
+    # the instances' idle reads commit their last batches; a partition handed over at the last moment is read
+    # again by its new owner first, so allow a reservation's lapse and two heartbeats for that
+    until = run.now() + run.setting.timeout_ms / 1000 + 2 * run.setting.heartbeat_ms / 1000 + 2.0
+    while not _committed_to_the_end(run) and run.now() < until:
+        run.sleep(0.1)
     for proc in run.slots:
         proc.signal(signal.SIGTERM)
     for proc in run.slots:
@@ -214,6 +218,19 @@ def drain_and_stop(run: Run) -> None:
         run.observer.stopping.set()
         run.observer.join(timeout=30)
     run.shown("final")
+
+
+def _committed_to_the_end(run: Run) -> bool:
+    """Whether GetGroup shows every partition committed up to the last message the history knows of."""
+    last: dict[int, int] = {}
+    with run.recorder.lock:
+        for event in (*run.recorder.history.acked, *run.recorder.history.delivered):
+            if event.partition >= 0:
+                last[event.partition] = max(last.get(event.partition, -1), event.offset)
+    shown = snapshot(run.client, run.stream, GROUP, run.now, "drain")
+    return shown is not None and all(
+        p < len(shown.committed) and shown.committed[p] == offset for p, offset in last.items()
+    )
 
 
 def close_run(run: Run) -> None:

@@ -175,13 +175,13 @@ class Recorder:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.history = History()
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._file: IO[str] = path.open("w", encoding="utf-8")
         self.delivered_values: set[str] = set()
         self.acked_values: set[str] = set()
 
     def record(self, *events: Any) -> None:
-        with self._lock:
+        with self.lock:
             for event in events:
                 self.history.add(event)
                 if isinstance(event, Delivered):
@@ -191,9 +191,9 @@ class Recorder:
                 self._file.write(encode(event) + "\n")
 
     def unconsumed(self) -> int:
-        with self._lock:
+        with self.lock:
             return len(self.acked_values - self.delivered_values)
 
     def close(self) -> None:
-        with self._lock:
+        with self.lock:
             self._file.close()
