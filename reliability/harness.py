@@ -224,9 +224,11 @@ def _committed_to_the_end(run: Run) -> bool:
     """Whether GetGroup shows every partition committed up to the last message the history knows of."""
     last: dict[int, int] = {}
     with run.recorder.lock:
-        for event in (*run.recorder.history.acked, *run.recorder.history.delivered):
-            if event.partition >= 0:
-                last[event.partition] = max(last.get(event.partition, -1), event.offset)
+        stored = [(a.partition, a.offset) for a in run.recorder.history.acked]
+        stored += [(d.partition, d.offset) for d in run.recorder.history.delivered]
+    for partition, offset in stored:
+        if partition >= 0:
+            last[partition] = max(last.get(partition, -1), offset)
     shown = snapshot(run.client, run.stream, GROUP, run.now, "drain")
     return shown is not None and all(
         p < len(shown.committed) and shown.committed[p] == offset for p, offset in last.items()
