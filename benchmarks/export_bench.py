@@ -1,9 +1,9 @@
 """Export benchmark: `ocigroup export` on Spark against a sequential single-process reader, in one run.
 
 Both run as their own processes against emulator processes that add latency to every request, read the same
-plan's slices through the same client (`export.reader.read_batches`), write Parquet with the same file names and
-finish with the same manifest. Only the engine differs: Spark runs the slices as parallel tasks and writes with
-its Parquet writer; the baseline reads slice after slice and writes with pyarrow's ParquetWriter.
+plan's slices through the same client (`export.reader.read_batches`), write them with the same slice writer
+(`export.writer.write_slice`, pyarrow's Parquet writer) and finish with the same manifest. Only the engine
+differs: Spark runs the slices as parallel tasks; the baseline reads and writes slice after slice.
 
 What it prints, side by side:
 1. a small export (1,000 messages, one partition): cold (a Spark started for the export; the first one records
@@ -60,9 +60,7 @@ def publish(config: Path, partitions: int, count: int, size: int, create: bool) 
 
 
 def sequential(config: str, partitions: str, out: str) -> None:
-    """The baseline: one process, one slice after another, pyarrow's ParquetWriter; same plan and manifest."""
-    import pyarrow.parquet as pq
-
+    """The baseline: one process, one slice after another, the same slice writer; same plan and manifest."""
     from ocigroup_cli.client.streaming import StreamingClient
     from ocigroup_cli.config import resolve
     from ocigroup_cli.core.clock import SystemClock
@@ -70,6 +68,7 @@ def sequential(config: str, partitions: str, out: str) -> None:
     from ocigroup_cli.export.plan import parse_partitions
     from ocigroup_cli.export.reader import arrow_schema, read_batches
     from ocigroup_cli.export.resolve import Request, make_plan
+    from ocigroup_cli.export.writer import write_slice
     from ocigroup_cli.ops.target import resolve_stream
 
     clock = SystemClock()
@@ -81,10 +80,8 @@ def sequential(config: str, partitions: str, out: str) -> None:
 
     def write(partial: Path) -> None:
         partial.mkdir()
-        for i, s in enumerate(plan.slices):
-            with pq.ParquetWriter(partial / f"part-{i:05d}-sequential.parquet", schema) as writer:
-                for batch in read_batches(plan, s, schema):
-                    writer.write_batch(batch)
+        for s in plan.slices:
+            write_slice(read_batches(plan, s, schema), partial / f"{s.file_stem}.parquet", "parquet")
 
     meta = {"tool": {"name": "ocigroup"}, "engine": "sequential"}
     job.run(None, plan, job.Target(Path(out), "parquet", "sequential"), meta, clock, write=write)

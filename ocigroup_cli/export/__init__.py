@@ -1,1 +1,1 @@
-"""The PySpark audit export (data source, job, manifest, verify). pyspark is imported only here, lazily."""
+"""The PySpark audit export (reader, writer tasks, job, manifest, verify). pyspark is imported only here, lazily."""

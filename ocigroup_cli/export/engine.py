@@ -7,8 +7,8 @@ pays for Spark's start (a JVM, its JIT warm-up, Python workers) once per idle pe
   SIGTERM from the kernel then).
 - There is one engine per interpreter, package sources, pyspark, Java and master: a record per key in the state
   directory, and only the same key reuses it.
-- Every export connects to the same Spark Connect session (its id is in the record), so the registered data
-  source and the session's Python workers stay warm from one export to the next.
+- Every export connects to the same Spark Connect session (its id is in the record), so the session's Python
+  workers stay warm from one export to the next.
 """
 
 from __future__ import annotations
@@ -205,11 +205,10 @@ def _server_command(master: str, port: int, memory: str) -> list[str]:
         "spark.connect.grpc.binding.port": str(port),
         "spark.ui.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        "spark.sql.chunkBase64String.enabled": "false",  # base64() with line breaks every 76 characters: no
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
         "spark.python.worker.reuse": "true",
+        "spark.python.daemon.module": "ocigroup_cli.export.daemon",  # workers forked with the export's imports
         # the job of an export killed with -9 is interrupted soon after its client went away
         "spark.connect.execute.manager.detachedTimeout": "15s",
         "spark.connect.execute.manager.maintenanceInterval": "5s",

@@ -1,6 +1,6 @@
-"""The export job on the driver: Spark reads the plan's slices and writes them beside the target directory;
-the part files get stable names, the manifest is written last, and only then is the directory renamed into
-place. A failed or interrupted run removes its partial directory and leaves the target untouched.
+"""The export job on the driver: Spark runs one task per slice of the plan, each writing its slice's file
+(`partition-PPPP-SSS.<ext>`) beside the target directory; the manifest is written last, and only then is the
+directory renamed into place. A failed or interrupted run removes its partial directory and leaves the target untouched.
 
 A run holds a lock on `DIR.partial-<id>.lock` while `DIR.partial-<id>` (and `.progress`, its readers' row counts)
 exist; a run killed with -9 cannot remove them, so every export to DIR first removes those whose lock nobody
@@ -14,7 +14,6 @@ import fcntl
 import glob
 import json
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,10 +29,7 @@ from ocigroup_cli.export.plan import Plan
 from ocigroup_cli.export.reader import from_task_text, task_detail
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
-_PART = re.compile(r"^part-(\d{5})-")
-TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -53,25 +49,14 @@ class Target:
             raise UsageError(f"--out {self.out}: the directory {self.out.parent} does not exist.")
 
 
-def _frame(spark: SparkSession, plan: Plan, fmt: str) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    from ocigroup_cli.export.source import NAME
-
-    df = spark.read.format(NAME).option("plan", plan.to_json()).load()
-    if fmt != "parquet":  # text formats carry binary key and value as base64
-        df = df.withColumn("key", F.base64("key")).withColumn("value", F.base64("value"))
-    return df
-
-
 def _write(spark: SparkSession, plan: Plan, target: Target, partial: Path) -> None:
-    writer = _frame(spark, plan, target.fmt).write.mode("error")
-    if target.fmt == "parquet":
-        writer.parquet(str(partial))
-    elif target.fmt == "jsonl":
-        writer.option("compression", "none").option("timestampFormat", TIMESTAMP_FORMAT).json(str(partial))
-    else:
-        writer.option("header", "true").option("timestampFormat", TIMESTAMP_FORMAT).csv(str(partial))
+    """One Spark task per slice, each writing its slice's file into `partial` (export/writer.py)."""
+    from ocigroup_cli.export.writer import RESULT_DDL, slice_task
+
+    partial.mkdir()
+    n = len(plan.slices)
+    task = slice_task(plan.to_json(), target.fmt, str(partial))
+    spark.range(0, n, 1, n).mapInArrow(task, RESULT_DDL).collect()
 
 
 def _spark_failure(exc: Exception, log: Path | None) -> OcigroupError:
@@ -83,15 +68,12 @@ def _spark_failure(exc: Exception, log: Path | None) -> OcigroupError:
     return OcigroupError(f"the Spark job failed: {task_detail(text)[:300]}", where)
 
 
-def _stable_names(partial: Path, plan: Plan, fmt: str) -> None:
-    """part-00007-<random>.snappy.parquet → partition-0003-001.parquet (no shuffle: part i is slice i)."""
-    ext = manifest.EXTENSIONS[fmt]
+def _tidy(partial: Path, plan: Plan, fmt: str) -> None:
+    """Keep the slices' files only: what a failed or retried task attempt left (`.tmp-*`) has no place here."""
+    wanted = {s.file_stem + manifest.EXTENSIONS[fmt] for s in plan.slices}
     for path in list(partial.iterdir()):
-        found = _PART.match(path.name)
-        if found and int(found.group(1)) < len(plan.slices):
-            path.rename(partial / (plan.slices[int(found.group(1))].file_stem + ext))
-        else:
-            path.unlink()  # Spark's bookkeeping (_SUCCESS, .crc) has no place in an audit export
+        if path.name not in wanted:
+            path.unlink()
 
 
 def build_manifest(
@@ -268,7 +250,7 @@ def run(
             raise _spark_failure(exc, log) from None
     read()
     partial.mkdir(exist_ok=True)
-    _stable_names(partial, plan, target.fmt)
+    _tidy(partial, plan, target.fmt)
     doc = build_manifest(plan, target, partial, meta, plan.end_ms, clock.time_ms())
     _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")
     partial.rename(target.out)

@@ -1,7 +1,7 @@
 """Read one slice of a partition through the CLI's own client, as Arrow record batches.
 
-Used by the Spark data source (in executor Python workers) and by the sequential baseline of the benchmark,
-so both read exactly the same way. Errors cross the Spark boundary as text only, so they are raised as
+Used by the export's Spark tasks (in executor Python workers, export/writer.py) and by the sequential baseline
+of the benchmark, so both read exactly the same way. Errors cross the Spark boundary as text only, so they are raised as
 `EXPORT-ERROR {json}` and turned back into the CLI's errors on the driver by `from_task_text`.
 """
 
@@ -25,7 +25,6 @@ from ocigroup_cli.export.progress import SliceCounter
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_DDL = "stream STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, key BINARY, value BINARY"
 _MARKER = re.compile(r"EXPORT-ERROR (\{.*?\})(?:\n|$)")
 
 

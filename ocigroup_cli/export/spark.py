@@ -119,7 +119,6 @@ def start(
     session.sparkContext.setLogLevel("ERROR")
     if not is_local(master):
         ship_package(session)
-    session.dataSource.register(_source())
     return session
 
 
@@ -207,12 +206,6 @@ def jvm_process() -> subprocess.Popen[bytes] | None:
     return getattr(gateway, "proc", None) if gateway is not None else None
 
 
-def _source() -> type:
-    from ocigroup_cli.export.source import StreamSource
-
-    return StreamSource
-
-
 def _package_zip() -> str:
     """This package as a zip, for executors or a Spark Connect server that do not have it installed."""
     import ocigroup_cli
@@ -232,8 +225,6 @@ def ship_package(session: SparkSession) -> None:
 CONNECT_MODE_VARS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
 SESSION_CONF = {  # what every export's session needs, set per session where the server is not ours
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    "spark.sql.chunkBase64String.enabled": "false",  # base64() breaks lines every 76 characters otherwise
 }
 
 
@@ -253,7 +244,6 @@ def connect(url: str, ship: bool) -> SparkSession:
             session.conf.set(name, value)
         if ship:
             session.addArtifacts(_package_zip(), pyfile=True)
-        session.dataSource.register(_source())
     except Exception as exc:  # noqa: BLE001 - grpc and Spark Connect errors share nothing but their text
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise TransientError(

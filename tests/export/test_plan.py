@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from pyspark.sql.datasource import CaseInsensitiveDict
 
 from ocigroup_cli.core.models import Message
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
@@ -60,15 +59,6 @@ def test_the_plan_travels_as_json_and_stops_at_the_earlier_end():
     back = Plan.from_json(plan.to_json())
     assert back == plan and back.stop_ms == 5_000
     assert Plan.from_json(plan.to_json().replace('"to_ms":9000', '"to_ms":3000')).stop_ms == 3_000
-
-
-def test_options_arrive_lower_cased_as_strings_and_the_reader_still_finds_its_plan():
-    from ocigroup_cli.export.source import StreamSource
-
-    plan = Plan({"name": "p", "local": False, "values": {}}, {"id": "s"}, 1, None, None, [], [Slice(0, 0, 0, 9)] * 2)
-    source = StreamSource(CaseInsensitiveDict({"Plan": plan.to_json()}))
-    reader = source.reader(schema=None)
-    assert [p.slice for p in reader.partitions()] == plan.slices
 
 
 def _messages(offsets, start_ms=1_000):
