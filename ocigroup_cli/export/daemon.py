@@ -21,4 +21,7 @@ from pyspark.sql.pandas import serializers  # noqa: F401
 from ocigroup_cli.export import writer  # noqa: F401
 
 if __name__ == "__main__":
+    import gc
+
+    gc.freeze()  # the forked workers' collections skip what is loaded here, and leave its pages shared
     daemon.manager()
