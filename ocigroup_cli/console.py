@@ -210,6 +210,19 @@ def is_tty(stream: Any) -> bool:
         return False
 
 
+def ask(question: str) -> bool:
+    """A yes/no question on stderr, answered on stdin (no by default). Not click's confirm: it writes a space to
+    stdout after the question, and stdout may be data (`tail > file`)."""
+    _write_err(f"{question} [y/N]: ")
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, ValueError):
+        answer = ""
+    if not answer.endswith("\n"):
+        _write_err("\n")  # end of input: the next line must not continue the question's
+    return answer.strip().lower() in ("y", "yes")
+
+
 def emit(data: Any, fmt: str, render_table: Callable[[], Any] | None = None, one_line: bool = False) -> None:
     """Write `data` to stdout in the chosen format; tables come from `render_table`. YAML documents start with
     `---`, so that repeated ones (a watch) make a valid multi-document stream; `one_line`: JSON on one line (a

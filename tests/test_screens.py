@@ -179,3 +179,39 @@ def test_tails_status_line_never_runs_into_data_or_the_last_notice(api_key, tmp_
     assert kinds["message"] == 150 and kinds["notice"] >= 3, kinds
     assert screen.lines[[i for i, line in enumerate(screen.lines) if line][-1]].startswith("tail stopped: 150")
     assert b"msg/s" in screen.raw  # the status line was drawn while tail ran (and erased before the end)
+
+
+def test_a_dumb_terminal_gets_every_watch_refresh_appended_as_it_happens(term, sdk):
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "a")
+    args = ["--config", config, "inspect", "--watch", "--iterations", "3", "--interval", "0.2s"]
+    screen = proc.on_pty(args, {**env, "TERM": "dumb"}, columns=120, rows=200)
+    assert screen.code == 0, screen.text
+    assert b"\x1b" not in screen.raw  # no cursor movement: every refresh printed below the last one
+    assert sum(line.startswith("group billing") for line in screen.lines) == 3, screen.text
+
+
+def test_tails_join_question_is_asked_on_stderr_never_into_the_data(term, sdk, tmp_path):
+    import os
+    import pty
+    import select
+    import subprocess
+    import time
+
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "someone-else")  # a live instance: joining asks first
+    master, slave = pty.openpty()
+    data = tmp_path / "data.out"
+    with data.open("wb") as stdout:
+        p = subprocess.Popen([proc.exe(), "--config", config, "tail", "--instance", "me", "-n", "1"],
+                             stdin=slave, stdout=stdout, stderr=slave, env=env)  # fmt: skip
+    os.close(slave)
+    seen, deadline = b"", time.monotonic() + 30
+    while b"Join anyway?" not in seen and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.1)[0]:
+            seen += os.read(master, 4096)
+    os.write(master, b"n\n")
+    assert p.wait(timeout=30) == 2, seen
+    os.close(master)
+    assert b"Join anyway?" in seen
+    assert data.read_bytes() == b""  # stdout is data only

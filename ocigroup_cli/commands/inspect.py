@@ -269,7 +269,8 @@ def inspect(
     tracker = Watch()
     shown: list[Event] = []
     view: GroupView | None = None
-    on_screen = watch and not brief and out == "table" and console.out().is_terminal
+    screen = console.out()  # a dumb terminal cannot redraw in place: it gets every refresh appended
+    on_screen = watch and not brief and out == "table" and screen.is_terminal and not screen.is_dumb_terminal
     with _live() if on_screen else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()

@@ -100,7 +100,7 @@ def reset(
         if not console.is_tty(sys.stdin):
             raise UsageError("refusing to reset without --yes when not on a terminal.")
         console.out().print(_table(the_plan))
-        if not typer.confirm(f"Reset group {name!r} to {target.describe()}?", default=False):
+        if not console.ask(f"Reset group {name!r} to {target.describe()}?"):
             console.notice("reset cancelled; nothing changed.")
             return
     record = apply(s.client, s.stream, the_plan, g.clock.time_ms())

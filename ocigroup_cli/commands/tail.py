@@ -154,7 +154,7 @@ def _confirm_joining(group: str, others: list[str], join_live: bool) -> None:
         f"group {group!r} is being consumed by {', '.join(others)}: joining takes partitions from them "
         "and commits offsets for the group."
     )
-    if console.is_tty(sys.stdin) and typer.confirm(f"{message} Join anyway?", default=False):
+    if console.is_tty(sys.stdin) and console.ask(f"{message} Join anyway?"):
         return
     raise UsageError(message, "pass --join-live to join anyway, or --peek to read without joining")
 
