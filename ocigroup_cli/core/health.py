@@ -1,7 +1,9 @@
 """A consumer-health verdict per partition, in the spirit of LinkedIn's Burrow, from a short history of samples.
 
 Rules, applied to one partition's samples inside the window (the newest sample is "now"); the first that holds:
-- STOPPED (ERROR): messages wait and no live instance has held the partition in any sample of the window.
+- STOPPED (ERROR): messages wait and no live instance has held the partition in the last two samples or more
+  of the window (an instance that died: its reservation ran out, and nobody took the partition over). The reason
+  says how long at least, counted from the first sample without an owner, over the whole history kept.
 - STALLED (ERROR): messages wait, an instance holds the partition, and its committed offset has not moved over
   the window.
 - REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say).
@@ -70,8 +72,11 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
     if len(window) < 2 or span < min_span_ms or span <= 0:
         return Verdict(partition, "OK", "too little history for a verdict (it grows with each run)")
     first, took = window[0], human_duration(span / 1000)
-    if now.lag > 0 and all(s.owner is None for s in window):
-        return Verdict(partition, "STOPPED", f"no instance has held it for {took} while {_waiting(now)} wait")
+    unowned = _unowned_since(window)
+    if now.lag > 0 and unowned is not None:
+        since = _unowned_since(history) or unowned  # the whole history says how long, the window whether
+        held = human_duration((now.at_ms - since) / 1000)
+        return Verdict(partition, "STOPPED", f"no instance has held it for at least {held} while {_waiting(now)} wait")
     if now.lag > 0 and now.owner is not None and all(s.committed == first.committed for s in window):
         if first.committed is None:
             return Verdict(partition, "STALLED", f"nothing committed for {took} while {_waiting(now)} wait")
@@ -88,6 +93,15 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
     if now.committed != first.committed and _growing(window):
         return Verdict(partition, "LAGGING", f"lag grew from {_waiting(first)} to {_waiting(now)} in {took}")
     return Verdict(partition, "OK", f"{_waiting(now)} waiting")
+
+
+def _unowned_since(samples: Sequence[Sample]) -> int | None:
+    """When the run of samples without an owner that ends the history began, if it holds two samples or more
+    over some time (one sample without an owner may be a handover caught half-way)."""
+    run = list(itertools.takewhile(lambda s: s.owner is None, reversed(samples)))
+    if len(run) < 2 or run[0].at_ms <= run[-1].at_ms:
+        return None
+    return run[-1].at_ms
 
 
 def _growing(window: Sequence[Sample]) -> bool:

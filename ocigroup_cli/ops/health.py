@@ -21,7 +21,7 @@ KEEP_SAMPLES = 200  # per group: enough for a window of hours at cron's pace, sm
 class Health:
     verdict: str  # the group's: its worst partition's
     window_s: float
-    samples: int  # in the history, the live one included
+    samples: int  # inside the window, the live one included
     partitions: list[Verdict]
 
     def to_json(self) -> dict[str, Any]:
@@ -75,4 +75,5 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
                 at_most = seen[4] if len(seen) > 4 else None  # samples written before the bound was kept
                 samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most))
         verdicts.append(judge(p.partition, samples, window_ms, min_span_ms))
-    return Health(worst(verdicts), window_ms / 1000, len(rows), verdicts)
+    inside = sum(1 for row in rows if row["at_ms"] >= at_ms - window_ms)
+    return Health(worst(verdicts), window_ms / 1000, inside, verdicts)

@@ -43,7 +43,26 @@ def test_a_group_nobody_holds_while_messages_wait_is_stopped(cli, sdk, clock):
     assert cli("inspect", "--health").code == 0
     clock.advance_ms(60_000)
     r = cli("inspect", "--fail-on-health", "WARN", "--health-window", "5m")
-    assert r.code == 5 and "STOPPED" in r.err and "no instance has held it for 1m 00s" in r.err
+    assert r.code == 5 and "STOPPED" in r.err and "no instance has held it for at least 1m 00s" in r.err
+
+
+def test_a_consumer_that_dies_is_stopped_within_the_default_window_and_only_window_samples_are_counted(cli, sdk, clock):
+    sid = _sid(sdk)
+    sdk.put(sid, [("k", f"v{i}") for i in range(10)])
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=1000)
+    assert cli("inspect", "--health").code == 0  # its reservation is live in this first sample
+    clock.advance_ms(2_000)  # it died: the reservation ran out and nobody took the partitions
+    assert cli("inspect", "--health").code == 0
+    clock.advance_ms(30_000)
+    r = cli("inspect", "--fail-on-health", "ERROR", "-o", "json")  # the default window, 10 minutes
+    assert r.code == 5, r.err
+    assert "STOPPED" in r.err and "no instance has held it for at least 30s" in r.err
+    assert json.loads(r.out)["health"]["samples"] == 3
+    clock.advance_ms(5_000)
+    narrow = json.loads(cli("inspect", "--health", "--health-window", "30s", "-o", "json").out)["health"]
+    assert narrow["samples"] == 2  # of four samples, those 37 s and 35 s old are outside the window
+    stopped = [p["reason"] for p in narrow["partitions"] if p["verdict"] == "STOPPED"]
+    assert stopped and all("for at least 35s" in reason for reason in stopped)  # counted over the history kept
 
 
 def test_bad_health_options_are_usage_errors(cli):

@@ -56,7 +56,22 @@ def test_commits_that_do_not_move_while_messages_wait_is_stalled():
 def test_no_owner_for_the_whole_window_while_messages_wait_is_stopped():
     v = judge(1, _history((0, 100, 40, None), (5, 100, 60, None)), 10 * MIN)
     assert (v.verdict, v.severity) == ("STOPPED", "ERROR")
-    assert v.reason == "no instance has held it for 5m 00s while 60 wait"
+    assert v.reason == "no instance has held it for at least 5m 00s while 60 wait"
+
+
+def test_an_instance_that_died_is_stopped_once_two_samples_show_nobody_holds_its_partition():
+    h = _history((0, 100, 40, "w1"), (1, 100, 60, None))
+    assert judge(1, h, 10 * MIN).verdict == "OK"  # one sample without an owner may be a handover caught half-way
+    h = _history((0, 100, 40, "w1"), (1, 100, 60, None), (2, 100, 70, None), (3, 100, 90, None))
+    v = judge(1, h, 10 * MIN)
+    assert (v.verdict, v.reason) == ("STOPPED", "no instance has held it for at least 2m 00s while 90 wait")
+    assert judge(1, [*h[:-1], Sample(3 * MIN, 100, 0, False, None)], 10 * MIN).verdict == "OK"  # nothing waits
+
+
+def test_how_long_nobody_held_it_counts_samples_older_than_the_window():
+    h = _history((0, 100, 40, "w1"), (20, 100, 60, None), (29, 100, 70, None), (30, 100, 90, None))
+    v = judge(1, h, 2 * MIN)
+    assert (v.verdict, v.reason) == ("STOPPED", "no instance has held it for at least 10m 00s while 90 wait")
 
 
 def test_an_owner_seen_inside_the_window_is_not_stopped_but_its_frozen_commits_are_stalled():
