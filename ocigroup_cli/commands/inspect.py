@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -48,7 +48,7 @@ def summary(view: GroupView) -> str:
     )
 
 
-def _table(view: GroupView) -> object:
+def _table(view: GroupView) -> Table:
     now = parse_rfc3339_ms(view.at)
     rows = [
         [
@@ -81,16 +81,21 @@ def _render(view: GroupView, health: Health | None) -> object:
         return _table(view)
     from rich.console import Group
 
-    return Group(*(cast("Table", t) for t in (_table(view), _health_table(health))))
+    return Group(_table(view), _health_table(health))
 
 
-def _health_table(health: Health) -> object:
+def _health_table(health: Health) -> Group:
+    """The verdict as a line of its own above the table: as the table's title it would be wrapped to the width of
+    three narrow columns, a centred block of fragments on an 80-column terminal."""
+    from rich.console import Group
+    from rich.text import Text
+
     rows = [[v.partition, v.verdict, v.reason] for v in health.partitions]
     title = (
         f"health: {health.verdict} (the worst partition's; {health.samples} sample(s), "
         f"window {human_duration(health.window_s)})"
     )
-    return console.table(["PARTITION", "HEALTH", "WHY"], rows, title=title)
+    return Group(Text(title, style="italic"), console.table(["PARTITION", "HEALTH", "WHY"], rows))
 
 
 def _thresholds(view: GroupView, health: Health | None, fail_on_lag: int | None, time_limit: float | None,
