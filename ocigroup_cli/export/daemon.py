@@ -2,10 +2,10 @@
 before it forks workers (`spark.python.daemon.module`).
 
 pyspark's daemon imports `pyspark.worker` in every forked worker, and the export's modules (pyarrow, the
-client) after that. Executors import pyspark from `pyspark.zip`, whose bytecode zipimport never caches, so a new
-worker spent about a second of CPU compiling and importing before its first message. Imported here, they are
-shared by every fork. Only for local masters: a cluster's executors may not have this package installed when
-their daemon starts.
+client, and pandas, which pyarrow imports on its first array built from Python objects) after that. Executors
+import pyspark from `pyspark.zip`, whose bytecode zipimport never caches, so a new worker spent seconds of CPU
+compiling and importing before its first message. Loaded here, they are shared by every fork. Only for local
+masters: a cluster's executors may not have this package installed when their daemon starts.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 # imported for one effect: loaded once, here, before the daemon forks any worker
 import pyarrow.compute
 import pyarrow.csv
-import pyarrow.parquet  # noqa: F401
+import pyarrow.parquet
 import pyspark.worker  # noqa: F401
 from pyspark import daemon
 from pyspark.sql.pandas import serializers  # noqa: F401
@@ -23,5 +23,8 @@ from ocigroup_cli.export import writer  # noqa: F401
 if __name__ == "__main__":
     import gc
 
+    import pyarrow
+
+    pyarrow.array([0])  # pyarrow imports pandas on its first array from Python objects: half a second a worker
     gc.freeze()  # the forked workers' collections skip what is loaded here, and leave its pages shared
     daemon.manager()
