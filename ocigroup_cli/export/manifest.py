@@ -24,6 +24,7 @@ _ROW = struct.Struct(">iqi")
 _LEN = struct.Struct(">i")
 BATCH_ROWS = 8_192  # rows held as Python objects at a time, so the driver's memory does not grow with the range
 TEXT_BLOCK_BYTES = 2 << 20
+DIGEST_CHUNK_BYTES = 16 << 20
 
 Row = tuple[int, int, int, bytes | None, bytes]  # partition, offset, timestamp in µs, key, value
 
@@ -32,8 +33,9 @@ def _b64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text, validate=True)
 
 
-def read_rows(path: Path, fmt: str) -> Iterator[list[Row]]:
-    """The rows of one output file, a batch at a time."""
+def read_batches(path: Path, fmt: str) -> Iterator[Any]:
+    """The rows of one output file as Arrow record batches of the columns the manifest reads: partition (int32),
+    offset (int64), timestamp (int64, µs), key and value (binary; text formats' base64 decoded)."""
     import pyarrow as pa
 
     ts = pa.timestamp("us", tz="UTC")
@@ -67,14 +69,26 @@ def read_rows(path: Path, fmt: str) -> Iterator[list[Row]]:
             )
         encoded = True
     for batch in batches:
-        cols = [batch.column(name) for name in ("partition", "offset", "timestamp", "key", "value")]
-        parts, offsets = cols[0].to_pylist(), cols[1].to_pylist()
-        stamps = cols[2].cast(ts).cast(pa.int64()).to_pylist()
-        keys, values = cols[3].to_pylist(), cols[4].to_pylist()
+        keys, values = batch.column("key"), batch.column("value")
         if encoded:
-            keys = [_b64(k) for k in keys]
-            values = [_b64(v) or b"" for v in values]
-        yield list(zip(parts, offsets, stamps, keys, values, strict=True))
+            keys = pa.array([_b64(k) for k in keys.to_pylist()], pa.binary())
+            values = pa.array([_b64(v) or b"" for v in values.to_pylist()], pa.binary())
+        yield pa.RecordBatch.from_arrays(
+            [
+                batch.column("partition").cast(pa.int32()),
+                batch.column("offset").cast(pa.int64()),
+                batch.column("timestamp").cast(ts).cast(pa.int64()),
+                keys,
+                values,
+            ],
+            names=["partition", "offset", "timestamp", "key", "value"],
+        )
+
+
+def read_rows(path: Path, fmt: str) -> Iterator[list[Row]]:
+    """The rows of one output file as Python tuples, a batch at a time."""
+    for batch in read_batches(path, fmt):
+        yield list(zip(*(column.to_pylist() for column in batch.columns), strict=True))
 
 
 @dataclass
@@ -124,33 +138,80 @@ def scan(directory: Path, fmt: str) -> tuple[list[FileStats], str]:
     for path in data_files(directory, fmt):
         st = FileStats(path.name, sha256=file_sha256(path), bytes=path.stat().st_size)
         try:
-            for rows in read_rows(path, fmt):
-                previous = _take(st, rows, digest, previous)
+            for batch in read_batches(path, fmt):
+                previous = _take(st, batch, digest, previous)
         except (OSError, ValueError, binascii.Error) as exc:  # pyarrow's errors derive from these
             st.problems.append(f"{path.name}: cannot be read ({str(exc).splitlines()[0][:200]})")
         stats.append(st)
     return stats, digest.hexdigest()
 
 
-def _take(st: FileStats, rows: list[Row], digest: Any, previous: tuple[int, int] | None) -> tuple[int, int] | None:
-    """Fold one batch of a file's rows into its statistics and the running content digest."""
-    for partition, offset, _, key, value in rows:
-        if previous is not None and (partition, offset) <= previous:
-            st.problems.append(f"{st.name}: partition {partition} offset {offset} is out of order")
-        previous = (partition, offset)
-        digest.update(_ROW.pack(partition, offset, -1 if key is None else len(key)))
-        if key:
-            digest.update(key)
-        digest.update(_LEN.pack(len(value)))
-        digest.update(value)
-    if rows:
-        if st.rows == 0:
-            st.partition, st.first_offset, st.first_ts_us = rows[0][0], rows[0][1], rows[0][2]
-        st.last_offset, st.last_ts_us = rows[-1][1], rows[-1][2]
-        st.rows += len(rows)
-        if any(r[0] != st.partition for r in rows):
-            st.problems.append(f"{st.name}: holds more than one partition")
-    return previous
+def _take(st: FileStats, batch: Any, digest: Any, previous: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Fold one batch of a file's rows into its statistics and the running content digest (column at a time:
+    no Python object per row)."""
+    import numpy as np
+
+    n = batch.num_rows
+    if not n:
+        return previous
+    parts = batch.column("partition").to_numpy()
+    offsets = batch.column("offset").to_numpy()
+    stamps = batch.column("timestamp").to_numpy()
+    before_parts = np.concatenate(([previous[0] if previous else 0], parts[:-1]))
+    before_offsets = np.concatenate(([previous[1] if previous else 0], offsets[:-1]))
+    late = (parts < before_parts) | ((parts == before_parts) & (offsets <= before_offsets))
+    late[0] &= previous is not None
+    for i in np.flatnonzero(late):
+        st.problems.append(f"{st.name}: partition {parts[i]} offset {offsets[i]} is out of order")
+    _digest(batch, digest)
+    if st.rows == 0:
+        st.partition, st.first_offset, st.first_ts_us = int(parts[0]), int(offsets[0]), int(stamps[0])
+    st.last_offset, st.last_ts_us = int(offsets[-1]), int(stamps[-1])
+    st.rows += n
+    if bool((parts != st.partition).any()):
+        st.problems.append(f"{st.name}: holds more than one partition")
+    return int(parts[-1]), int(offsets[-1])
+
+
+def _digest(batch: Any, digest: Any) -> None:
+    """Feed the digest every row of `batch`, encoded as the module's docstring says, a slice of at most
+    DIGEST_CHUNK_BYTES at a time (a value may be 1 MiB, and a slice is copied once to be joined)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    keys, values = batch.column("key"), batch.column("value")
+    sizes = 20 + pc.fill_null(pc.binary_length(keys), 0).to_numpy() + pc.binary_length(values).to_numpy()
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < batch.num_rows:
+        done = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, done + DIGEST_CHUNK_BYTES, "right")), start + 1)
+        digest.update(_encoded(batch.slice(start, stop - start)))
+        start = stop
+
+
+def _encoded(rows: Any) -> memoryview:
+    """The rows' encoding for the digest as one buffer, joined by Arrow: no Python object per row."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = rows.num_rows
+    keys, values = rows.column("key"), rows.column("value")
+    head = np.empty(n, dtype=[("p", ">i4"), ("o", ">i8"), ("k", ">i4")])
+    head["p"], head["o"] = rows.column("partition").to_numpy(), rows.column("offset").to_numpy()
+    head["k"] = pc.fill_null(pc.binary_length(keys), -1).to_numpy()
+    value_lengths = pc.binary_length(values).to_numpy().astype(">i4")
+
+    def fixed(data: bytes, width: int) -> Any:
+        return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(data)]).cast(pa.binary())
+
+    nothing = pa.scalar(b"", pa.binary())
+    joined = pc.binary_join_element_wise(
+        fixed(head.tobytes(), 16), pc.fill_null(keys, nothing), fixed(value_lengths.tobytes(), 4), values, nothing
+    )
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32, count=n + 1)
+    return memoryview(joined.buffers()[2])[int(offsets[0]) : int(offsets[n])]
 
 
 def data_files(directory: Path, fmt: str) -> list[Path]:
