@@ -220,11 +220,14 @@ def engine_status(ctx: typer.Context, output: OutputOption = None) -> None:
     """List the warm Spark engines of this state directory; exit 1 when none runs."""
     from ocigroup_cli.export import engine
 
-    rows = [{"master": e.master, "port": e.port, "pid": e.pid, "log": e.log} for e in engine.running()]
+    rows = [
+        {"master": e.master, "port": e.port, "pid": e.pid, "exports_running": engine.exports_running(e), "log": e.log}
+        for e in engine.running()
+    ]
     console.emit(
         rows,
         fmt(ctx, output),
-        lambda: console.table(["MASTER", "PORT", "PID", "LOG"], [list(r.values()) for r in rows]),
+        lambda: console.table(["MASTER", "PORT", "PID", "EXPORTS", "LOG"], [list(r.values()) for r in rows]),
     )
     if not rows:
         raise OcigroupError("no warm Spark engine is running.", "the next local export starts one")

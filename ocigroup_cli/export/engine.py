@@ -7,8 +7,9 @@ pays for Spark's start (a JVM, its JIT warm-up, Python workers) once per idle pe
   SIGTERM from the kernel then).
 - There is one engine per interpreter, package sources, pyspark, Java and master: a record per key in the state
   directory, and only the same key reuses it.
-- Every export connects to the same Spark Connect session (its id is in the record), so the session's Python
-  workers stay warm from one export to the next.
+- Exports do not connect to the server themselves: they hand their job to the supervisor's door
+  (export/door.py), and the supervisor runs it on its one Spark Connect session (its id is in the record), so an
+  export loads no Spark client and the session's Python workers stay warm from one export to the next.
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import OcigroupError, UsageError
 from ocigroup_cli.localhost import free_port
 from ocigroup_cli.paths import replace_file, state_dir, state_writes
+
+if TYPE_CHECKING:
+    from ocigroup_cli.export.door import Door
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT_S = 180.0
@@ -48,6 +53,7 @@ class Engine:
     master: str
     log: str
     python: str  # the interpreter its Python workers run
+    door: int = 0  # the port exports hand their jobs to (export/door.py); 0 in an older version's record
 
     @property
     def url(self) -> str:
@@ -106,7 +112,7 @@ def find(key: str) -> Engine | None:
         engine = Engine(**json.loads(_record(key).read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    if _alive(engine.pid) and _answers(engine.port):
+    if _alive(engine.pid) and _answers(engine.door or engine.port):  # an older version's: found, to be stopped
         return engine
     _record(key).unlink(missing_ok=True)
     return None
@@ -114,6 +120,15 @@ def find(key: str) -> Engine | None:
 
 def running() -> list[Engine]:
     return [e for e in (find(p.stem) for p in sorted(home().glob("*.json"))) if e is not None]
+
+
+def exports_running(engine: Engine) -> int | None:
+    """How many exports `engine` is running now; None when it does not say."""
+    from ocigroup_cli.export.door import running as jobs
+
+    with contextlib.suppress(OcigroupError, ValueError, KeyError):
+        return jobs(engine.door)
+    return None
 
 
 @contextlib.contextmanager
@@ -230,26 +245,41 @@ def supervise(key: str, master: str, idle_s: float, memory: str, log: str) -> in
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     jvm = subprocess.Popen(_server_command(master, port, memory), env=env, preexec_fn=_die_with_parent)
+    front: Door | None = None
     try:
         while not _answers(port):
             if jvm.poll() is not None or clock.wait(stopping, 0.25):
                 return 1
-        engine = Engine(key, port, os.getpid(), str(uuid.uuid4()), master, log, sys.executable)
+        session_id = str(uuid.uuid4())
+        front = _open_door(f"sc://127.0.0.1:{port}/;session_id={session_id}", key)
+        engine = Engine(key, port, os.getpid(), session_id, master, log, sys.executable, front.port)
         replace_file(_record(key), json.dumps(asdict(engine)))
         touch(key)
         while not clock.wait(stopping, 1.0) and jvm.poll() is None:
-            if _idle_s(key, clock) > idle_s:
+            if not front.jobs and _idle_s(key, clock) > idle_s:
                 sys.stdout.write(f"idle for {idle_s:.0f} s: stopping the engine\n")
                 break
         return 0
     finally:
         _record(key).unlink(missing_ok=True)
+        if front is not None:
+            front.server_close()
         if jvm.poll() is None:
             jvm.terminate()
             try:
                 jvm.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 jvm.kill()
+
+
+def _open_door(url: str, key: str) -> Door:
+    """The supervisor's Spark Connect session to its server, behind a door that exports hand their jobs to."""
+    from ocigroup_cli.export.door import Door
+    from ocigroup_cli.export.spark import connect
+
+    front = Door(connect(url, ship=False), lambda: touch(key))
+    threading.Thread(target=front.serve_forever, name="door", daemon=True).start()
+    return front
 
 
 def _idle_s(key: str, clock: Clock) -> float:

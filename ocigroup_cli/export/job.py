@@ -49,14 +49,15 @@ class Target:
             raise UsageError(f"--out {self.out}: the directory {self.out.parent} does not exist.")
 
 
-def _write(spark: SparkSession, plan: Plan, target: Target, partial: Path) -> None:
-    """One Spark task per slice, each writing its slice's file into `partial` (export/writer.py)."""
+Write = Callable[[Path], None]  # writes every slice's file into the run's partial directory
+
+
+def write_slices(session: SparkSession, plan_json: str, fmt: str, directory: str) -> None:
+    """One Spark task per slice of the plan, each writing its slice's file into `directory` (export/writer.py)."""
     from ocigroup_cli.export.writer import RESULT_DDL, slice_task
 
-    partial.mkdir()
-    n = len(plan.slices)
-    task = slice_task(plan.to_json(), target.fmt, str(partial))
-    spark.range(0, n, 1, n).mapInArrow(task, RESULT_DDL).collect()
+    n = len(Plan.from_json(plan_json).slices)
+    session.range(0, n, 1, n).mapInArrow(slice_task(plan_json, fmt, directory), RESULT_DDL).collect()
 
 
 def _spark_failure(exc: Exception, log: Path | None) -> OcigroupError:
@@ -218,38 +219,32 @@ def _fsync_write(path: Path, text: str) -> None:
 
 
 def run(
-    spark: SparkSession | None,
+    write: Write | None,
     plan: Plan,
     target: Target,
     meta: dict[str, Any],
     clock: Clock,
     log: Path | None = None,
-    write: Callable[[Path], None] | None = None,
-    cancel: Callable[[], None] | None = None,
     mine: Claim | None = None,
     read: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
-    """Export `plan` to `target.out` and return its manifest. `write` replaces the Spark write (baseline);
-    `cancel` stops Spark's work when the export is interrupted; `mine`: the claim the caller holds, else one is
-    taken here; `read` hears that every slice was written, before the manifest is."""
+    """Export `plan` to `target.out` and return its manifest. `write` writes the slices' files (a Spark job, or the
+    benchmark's sequential baseline); `mine`: the claim the caller holds, else one is taken here; `read` hears
+    that every slice was written, before the manifest is."""
     if mine is None:
         with claim(target.out) as taken:
-            return run(spark, plan, target, meta, clock, log, write, cancel, taken, read)
+            return run(write, plan, target, meta, clock, log, taken, read)
     target.check()  # again here: the command checked before starting Spark, but the directory may appear since
     partial = mine.partial
-    if write is not None:
-        write(partial)
-    elif plan.slices and spark is not None:
+    partial.mkdir()
+    if plan.slices and write is not None:
         try:
-            _write(spark, plan, target, partial)
-        except KeyboardInterrupt:
-            if cancel is not None:
-                cancel()
+            write(partial)
+        except (OcigroupError, KeyboardInterrupt):
             raise
-        except Exception as exc:  # noqa: BLE001 - py4j and pyspark errors share nothing but their text
+        except Exception as exc:  # noqa: BLE001 - py4j, Spark Connect and pyspark errors share nothing but text
             raise _spark_failure(exc, log) from None
     read()
-    partial.mkdir(exist_ok=True)
     _tidy(partial, plan, target.fmt)
     doc = build_manifest(plan, target, partial, meta, plan.end_ms, clock.time_ms())
     _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")

@@ -154,9 +154,7 @@ def _take(st: FileStats, batch: Any, digest: Any, previous: tuple[int, int] | No
     n = batch.num_rows
     if not n:
         return previous
-    parts = batch.column("partition").to_numpy()
-    offsets = batch.column("offset").to_numpy()
-    stamps = batch.column("timestamp").to_numpy()
+    parts, offsets, stamps = (_numbers(batch.column(name)) for name in ("partition", "offset", "timestamp"))
     before_parts = np.concatenate(([previous[0] if previous else 0], parts[:-1]))
     before_offsets = np.concatenate(([previous[1] if previous else 0], offsets[:-1]))
     late = (parts < before_parts) | ((parts == before_parts) & (offsets <= before_offsets))
@@ -177,10 +175,8 @@ def _digest(batch: Any, digest: Any) -> None:
     """Feed the digest every row of `batch`, encoded as the module's docstring says, a slice of at most
     DIGEST_CHUNK_BYTES at a time (a value may be 1 MiB, and a slice is copied once to be joined)."""
     import numpy as np
-    import pyarrow.compute as pc
 
-    keys, values = batch.column("key"), batch.column("value")
-    sizes = 20 + pc.fill_null(pc.binary_length(keys), 0).to_numpy() + pc.binary_length(values).to_numpy()
+    sizes = 20 + _lengths(batch.column("key"), 0) + _lengths(batch.column("value"), 0)
     ends = np.cumsum(sizes)
     start = 0
     while start < batch.num_rows:
@@ -199,19 +195,44 @@ def _encoded(rows: Any) -> memoryview:
     n = rows.num_rows
     keys, values = rows.column("key"), rows.column("value")
     head = np.empty(n, dtype=[("p", ">i4"), ("o", ">i8"), ("k", ">i4")])
-    head["p"], head["o"] = rows.column("partition").to_numpy(), rows.column("offset").to_numpy()
-    head["k"] = pc.fill_null(pc.binary_length(keys), -1).to_numpy()
-    value_lengths = pc.binary_length(values).to_numpy().astype(">i4")
+    head["p"], head["o"] = _numbers(rows.column("partition")), _numbers(rows.column("offset"))
+    head["k"] = _lengths(keys, -1)
+    value_lengths = _lengths(values, 0).astype(">i4")
 
     def fixed(data: bytes, width: int) -> Any:
         return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(data)]).cast(pa.binary())
 
-    nothing = pa.scalar(b"", pa.binary())
+    no_key = pc.JoinOptions(null_handling="replace", null_replacement="")  # a missing key adds no bytes
     joined = pc.binary_join_element_wise(
-        fixed(head.tobytes(), 16), pc.fill_null(keys, nothing), fixed(value_lengths.tobytes(), 4), values, nothing
+        fixed(head.tobytes(), 16), keys, fixed(value_lengths.tobytes(), 4), values, fixed(b"", 0), options=no_key
     )
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32, count=n + 1)
     return memoryview(joined.buffers()[2])[int(offsets[0]) : int(offsets[n])]
+
+
+def _numbers(column: Any) -> Any:
+    """An Arrow int32 or int64 column as a numpy view of its buffer (`to_numpy` imports pandas: 0.3 s in every
+    export); a null, which no column the manifest reads may hold, is a ValueError: the file cannot be read."""
+    import numpy as np
+
+    if column.null_count:
+        raise ValueError(f"a {column.type} column holds nulls")
+    dtype = np.dtype(np.int32 if column.type.bit_width == 32 else np.int64)
+    return np.frombuffer(column.buffers()[1], dtype, len(column), column.offset * dtype.itemsize)
+
+
+def _lengths(column: Any, missing: int) -> Any:
+    """The byte lengths of a binary column's values, `missing` for a null, from its offsets and validity buffers
+    (Arrow's `binary_length` and `fill_null` need scalars, whose making imports pandas)."""
+    import numpy as np
+
+    n, at = len(column), column.offset
+    validity, offsets = column.buffers()[:2]
+    lengths = np.diff(np.frombuffer(offsets, np.int32, n + 1, at * 4))
+    if column.null_count:
+        valid = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[at : at + n].astype(bool)
+        lengths[~valid] = missing
+    return lengths
 
 
 def data_files(directory: Path, fmt: str) -> list[Path]:

@@ -3,9 +3,9 @@ is shown (recording the class archive of a first cold export).
 
 Which Spark: a session lent by the caller (tests share one); for `sc://HOST:PORT`, that Spark Connect server,
 with this package shipped to it as an artifact; for a local master with `export.engine: warm` (the default), the
-warm engine (export/engine.py), started on first use; otherwise a classic session started here and stopped at
-the end (`export.engine: cold`, a cluster master: spark://, yarn, k8s://, or run by spark-submit, whose master
-wins).
+warm engine (export/engine.py), started on first use, which runs the job itself (export/door.py); otherwise a
+classic session started here and stopped at the end (`export.engine: cold`, a cluster master: spark://, yarn,
+k8s://, or run by spark-submit, whose master wins).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ocigroup_cli.config import ExportSettings
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import Interrupted
-from ocigroup_cli.export import engine, job, spark
+from ocigroup_cli.export import door, engine, job, spark
 from ocigroup_cli.export.classcache import ClassCache
 from ocigroup_cli.export.plan import Plan
 from ocigroup_cli.export.progress import totals
@@ -45,29 +45,49 @@ Show = Callable[[Progress], None]
 
 @dataclass
 class Spark:
-    """The session an export runs on, and how to end it (or leave it running)."""
+    """The Spark an export runs on, and how to end it (or leave it running)."""
 
-    session: Any
+    session: Any  # a SparkSession; None for the warm engine, which runs the job itself (export/door.py)
     kind: str  # lent, remote, warm, cold
     cache: ClassCache | None = None  # the cold JVM's class archive
-    engine_key: str | None = None  # the warm engine's
+    engine: engine.Engine | None = None  # the warm engine's record
 
     def interrupt(self, tag: str) -> None:
-        """Stop the job of a killed run on a shared session (the warm engine's; classic sessions die with it)."""
-        if spark.is_connect(self.session):
+        """Stop the job of a killed run on a shared Spark (the warm engine; classic sessions die with their run)."""
+        if self.engine is not None:
+            door.interrupt(self.engine.door, tag)
+        elif spark.is_connect(self.session):
             self.session.interruptTag(tag)
 
+    def meta(self, master: str, profile_name: str) -> dict[str, Any]:
+        return spark.meta(self.session, self.engine.master if self.engine else master, profile_name)
+
     @contextlib.contextmanager
-    def tagged(self, tag: str) -> Iterator[Callable[[], None]]:
-        """Run the job under `tag`; yields how to cancel it (this export's job only, where the session is shared)."""
-        if not spark.is_connect(self.session):
-            yield self.session.sparkContext.cancelAllJobs
+    def writer(self, plan: Plan, fmt: str, tag: str) -> Iterator[job.Write]:
+        """How this export's slices are written: a job under `tag`, interrupted on Ctrl-C (this export's job only,
+        where the Spark is shared)."""
+        plan_json = plan.to_json()
+        if self.engine is not None:  # closing the connection (Ctrl-C) interrupts the job
+            port = self.engine.door
+            yield lambda partial: door.export(port, plan_json, fmt, str(partial), tag)
             return
-        self.session.addTag(tag)
+        connect = spark.is_connect(self.session)
+        if connect:
+            self.session.addTag(tag)
+        cancel = (lambda: self.session.interruptTag(tag)) if connect else self.session.sparkContext.cancelAllJobs
+
+        def write(partial: Path) -> None:
+            try:
+                job.write_slices(self.session, plan_json, fmt, str(partial))
+            except KeyboardInterrupt:
+                cancel()
+                raise
+
         try:
-            yield lambda: self.session.interruptTag(tag)
+            yield write
         finally:
-            self.session.removeTag(tag)
+            if connect:
+                self.session.removeTag(tag)
 
 
 @dataclass
@@ -115,14 +135,11 @@ def _export(used: Spark, plan: Plan, target: job.Target, clock: Clock, profile_n
     done = False
     try:
         with job.claim(target.out, used.interrupt) as mine:
-            meta = spark.meta(used.session, target.master, profile_name)
+            meta = used.meta(target.master, profile_name)
             plan = replace(plan, progress=str(mine.progress))
-            watching = _watching(mine.progress, len(plan.slices), clock, show, used.engine_key)
-            with watching, used.tagged(mine.tag) as cancel:
-                log = spark.log_path()
-                doc = job.run(
-                    used.session, plan, target, meta, clock, log, cancel=cancel, mine=mine, read=watching.read
-                )
+            watching = _watching(mine.progress, len(plan.slices), clock, show)
+            with watching, used.writer(plan, target.fmt, mine.tag) as write:
+                doc = job.run(write, plan, target, meta, clock, spark.log_path(), mine=mine, read=watching.read)
         done = True
         return Outcome(doc, used.cache)
     finally:
@@ -142,10 +159,10 @@ def _said_if_interrupted(out: Path) -> Iterator[None]:
 
 
 class _watching:
-    """While the job runs: the rows read so far, four times a second; the warm engine kept from going idle."""
+    """While the job runs: the rows read so far, four times a second."""
 
-    def __init__(self, counts: Path, slices: int, clock: Clock, show: Show, engine_key: str | None) -> None:
-        self.counts, self.slices, self.clock, self.show, self.key = counts, slices, clock, show, engine_key
+    def __init__(self, counts: Path, slices: int, clock: Clock, show: Show) -> None:
+        self.counts, self.slices, self.clock, self.show = counts, slices, clock, show
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._watch, name="export-progress", daemon=True)
 
@@ -163,12 +180,8 @@ class _watching:
         self.show(Progress("writing manifest", *totals(self.counts), self.slices))
 
     def _watch(self) -> None:
-        beats = 0
         while not self.clock.wait(self.stop, 0.25):
             self.show(Progress("reading", *totals(self.counts), self.slices))
-            beats += 1
-            if self.key and beats % 120 == 0:  # every 30 s: a long export is not idleness
-                engine.touch(self.key)
 
 
 def open_spark(
@@ -193,7 +206,7 @@ def _warm(master: str, settings: ExportSettings, memory: str, clock: Clock, noti
             f"started a warm Spark engine for exports ({slots}; it stops after {settings.idle_minutes:g} idle "
             "minutes, or with 'ocigroup export engine stop'; export.engine: cold turns it off)"
         )
-    return Spark(spark.connect(started_engine.url, ship=False), "warm", engine_key=started_engine.key)
+    return Spark(None, "warm", engine=started_engine)
 
 
 def _cores() -> int:

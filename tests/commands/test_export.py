@@ -154,7 +154,8 @@ def test_a_failed_task_leaves_no_partial_directory_and_one_clear_line(exporting,
     sdk.admin.delete_stream(sid)  # the readers will find it gone
     out = tmp_path / "gone"
     with pytest.raises(OcigroupError, match="404") as failed:
-        job.run(cli.spark, plan, job.Target(out, "parquet", "local[2]"), {}, SystemClock())
+        write = lambda partial: job.write_slices(cli.spark, plan.to_json(), "parquet", str(partial))  # noqa: E731
+        job.run(write, plan, job.Target(out, "parquet", "local[2]"), {}, SystemClock())
     assert "EXPORT-ERROR" not in failed.value.message and "Traceback" not in failed.value.message
     assert not out.exists() and not list(tmp_path.glob("gone.partial-*"))
 

@@ -1,0 +1,137 @@
+"""The warm engine's front door: an export hands its job to the engine's supervisor, which holds a Spark Connect
+session to the engine's server, instead of loading the Spark Connect client itself (pyspark, grpc and pandas:
+0.6 to 0.9 s of imports in every export, measured; see README, Export performance).
+
+One request per loopback TCP connection: a JSON line in, a JSON line out. While the job runs the connection
+stays open; when it closes before the answer (the export was interrupted, or killed with -9), the engine
+interrupts that export's job at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import socketserver
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ocigroup_cli.errors import TransientError
+
+
+class JobFailed(Exception):
+    """The engine's Spark job failed; the text is Spark's (a task's `EXPORT-ERROR`, say)."""
+
+
+# -- the export's side ---------------------------------------------------------------------------------------------
+
+
+def export(port: int, plan_json: str, fmt: str, directory: str, tag: str) -> None:
+    """Run the export's job on the engine behind `port` and wait for it; Ctrl-C closes the connection, which
+    interrupts the job."""
+    answer = _ask(port, {"op": "export", "plan": plan_json, "format": fmt, "directory": directory, "tag": tag})
+    if "error" in answer:
+        raise JobFailed(answer["error"])
+
+
+def interrupt(port: int, tag: str) -> None:
+    """Interrupt the job of the export tagged `tag` (one that was killed), if it still runs."""
+    _ask(port, {"op": "interrupt", "tag": tag}, timeout=10)
+
+
+def running(port: int) -> int:
+    """How many exports the engine is running now."""
+    return int(_ask(port, {"op": "status"}, timeout=10)["running"])
+
+
+def _ask(port: int, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            line = conn.makefile("rb").readline()
+    except OSError as exc:
+        raise TransientError(
+            f"the warm Spark engine did not answer ({exc.strerror or exc}).",
+            "run the export again ('ocigroup export engine stop' first if it keeps failing)",
+        ) from None
+    if not line:
+        raise TransientError("the warm Spark engine stopped during the export.", "run the export again")
+    answer: dict[str, Any] = json.loads(line)
+    return answer
+
+
+# -- the engine's side (in the supervisor's process) ---------------------------------------------------------------
+
+
+class Door(socketserver.ThreadingTCPServer):
+    """Runs each export's job on `session` under the export's tag, in a thread of its own (a Spark Connect
+    client's tags belong to the thread that adds them); `used` hears when a job ends."""
+
+    daemon_threads = True
+
+    def __init__(self, session: Any, used: Callable[[], None]) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.session, self.used = session, used
+        self.lock = threading.Lock()
+        self.jobs = 0
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def answer(self, request: dict[str, Any], connection: socket.socket) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "export":
+            return self._export(request, connection)
+        if op == "interrupt":
+            self.session.interruptTag(request["tag"])
+            return {"ok": True}
+        if op == "status":
+            return {"running": self.jobs}
+        return {"error": f"unknown request {op!r}"}
+
+    def _export(self, request: dict[str, Any], connection: socket.socket) -> dict[str, Any]:
+        from ocigroup_cli.export.job import write_slices
+
+        tag, finished = request["tag"], threading.Event()
+        watch = threading.Thread(target=self._interrupt_when_gone, args=(connection, tag, finished), daemon=True)
+        with self.lock:
+            self.jobs += 1
+        self.session.addTag(tag)
+        watch.start()
+        try:
+            write_slices(self.session, request["plan"], request["format"], request["directory"])
+            return {"ok": True}
+        except Exception as exc:  # noqa: BLE001 - Spark Connect errors share nothing but their text
+            return {"error": str(exc)}
+        finally:
+            finished.set()
+            self.session.removeTag(tag)
+            with self.lock:
+                self.jobs -= 1
+            self.used()
+
+    def _interrupt_when_gone(self, connection: socket.socket, tag: str, finished: threading.Event) -> None:
+        with contextlib.suppress(OSError):
+            connection.recv(1)  # the export sends nothing more: this returns when it closes the connection
+        if not finished.is_set():
+            with contextlib.suppress(Exception):
+                self.session.interruptTag(tag)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: Door
+
+    def handle(self) -> None:
+        try:
+            request = json.loads(self.rfile.readline())
+        except ValueError:
+            return
+        try:
+            answer = self.server.answer(request, self.connection)
+        except Exception as exc:  # noqa: BLE001 - said to the export, which turns it into one line
+            answer = {"error": str(exc)}
+        with contextlib.suppress(OSError):
+            self.wfile.write(json.dumps(answer).encode() + b"\n")
