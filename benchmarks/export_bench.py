@@ -8,13 +8,16 @@ differs: Spark runs the slices as parallel tasks; the baseline reads and writes 
 What it prints, side by side:
 1. a small export (1,000 messages, one partition): cold (a Spark started for the export; the first one records
    the class archive) and warm (the warm engine: its first export starts it, later ones reuse it);
-2. the large export (1,000,000 x 200 B over 8 partitions, 5 ms per request): warm Spark (the engine's first
-   large export, then the same again), cold Spark and the sequential reader, with the CPU seconds each side used;
-3. the same against an emulator with the service's rate limits (5 GetMessages/s per partition per reader);
-4. memory: the warm export of 1x and 4x the messages, peak RSS of the driver and of the engine's JVM.
+2. the large export (1,000,000 x 200 B over 8 partitions, 5 ms per request): rounds (--rounds, 3) of the
+   sequential reader beside the warm engine's first large export, each round on a new engine, and the median
+   ratio; then the warm engine again (its workers exist) and a cold Spark; the CPU seconds each side used;
+3. the same against an emulator with the service's rate limits (5 GetMessages/s per partition per reader), one
+   round;
+4. memory: the warm export of 1x and 4x the messages, peak RSS of the CLI (the kernel's figure), of the
+   engine's supervisor and of its JVM.
 
-Run: python -m benchmarks.export_bench                 (the issue's scale; about 10 minutes)
-     python -m benchmarks.export_bench --messages 100000 --memory-factor 2   (quick)
+Run: python -m benchmarks.export_bench                 (the issue's scale; about 15 minutes)
+     python -m benchmarks.export_bench --messages 100000 --memory-factor 2 --rounds 1   (quick)
 """
 
 from __future__ import annotations
@@ -163,8 +166,11 @@ class Bench:
         subprocess.run(cmd, env=self.env, capture_output=True, check=False)
 
 
+SMALL = ["--partition", "0", "--to-offset", "999", "--master", "local[*]"]
+
+
 def small(bench: Bench, emu: BenchEmulator) -> None:
-    args = ["--partition", "0", "--to-offset", "999", "--master", "local[*]"]
+    args = SMALL
     cold_first = bench.export(emu, args, "cold")
     cold = min((bench.export(emu, args, "cold") for _ in range(2)), key=lambda r: r.wall)
     warm_first = bench.export(emu, args)
@@ -178,30 +184,36 @@ def small(bench: Bench, emu: BenchEmulator) -> None:
     summary.record("export: 1,000 messages, warm engine", warm.wall, cold.wall, "s", "<= 3 s", "cold Spark")
 
 
-def large(bench: Bench, emu: BenchEmulator, messages: int, partitions: int, title: str, target: str) -> Run:
-    """The sequential reader runs before and after the warm exports, and their mean is the baseline: this
-    machine's speed drifts over minutes, and a baseline on one side of the exports would carry the drift."""
+def large(bench: Bench, emu: BenchEmulator, rounds: int, size: tuple[int, int], title: str, target: str) -> Run:
+    """Rounds of the sequential reader and the warm engine's first large export, side by side (each round after
+    the first on a new engine, started by a small export), their order alternating: this machine's speed drifts
+    by a fifth over minutes, so one pair decides nothing and the median of the rounds' ratios is the figure.
+    Then the warm engine's next export (its workers exist) and a cold Spark, against the last round's reader."""
+    messages, partitions = size
     every = ["--partition", f"0-{partitions - 1}", "--master", "local[*]"]
-    before = bench.sequential(emu, every[1])
-    warm = bench.export(emu, every, sample=bench.engine_pid(emu))
+    pairs: list[tuple[Run, Run]] = []
+    for r in range(rounds):
+        if r:
+            bench.stop_engine(emu)
+            bench.export(emu, SMALL)
+        seq = bench.sequential(emu, every[1]) if r % 2 == 0 else None
+        warm = bench.export(emu, every, sample=bench.engine_pid(emu))
+        pairs.append((seq or bench.sequential(emu, every[1]), warm))
+    seq, warm = sorted(pairs, key=lambda pair: pair[1].wall / pair[0].wall)[len(pairs) // 2]  # the median round
     again = bench.export(emu, every)  # the engine's Python workers exist now
-    after = bench.sequential(emu, every[1])
     cold = bench.export(emu, every, "cold")
-    digests = {rows_of(r.out) for r in (warm, cold, before, after)}
-    assert digests == {(messages, rows_of(before.out)[1])}, f"outputs differ: {digests}"
-    base = (before.wall + after.wall) / 2
+    last = pairs[-1][0]
+    digests = {rows_of(r.out) for pair in pairs for r in pair} | {rows_of(again.out), rows_of(cold.out)}
+    assert digests == {(messages, rows_of(seq.out)[1])}, f"outputs differ: {digests}"
     print(f"\n{title:<52} {'wall s':>8} {'msg/s':>10} {'vs seq':>7}")
-    for label, run in (
-        ("sequential reader (1 process, pyarrow), before", before),
-        ("sequential reader, after the warm exports", after),
-        ("ocigroup export, warm engine", warm),
-        ("ocigroup export, warm engine, again", again),
-        ("ocigroup export, cold Spark", cold),
-    ):
-        print(f"{label:<52} {run.wall:>8.2f} {messages / run.wall:>10,.0f} {run.wall / base:>6.2f}x")
-    print(f"ratio warm / sequential (the mean of before and after, {base:.2f} s): {warm.wall / base:.2f}x "
-          f"(target {target}); same rows and content digest")  # fmt: skip
-    seq = after
+    for r, (s_run, w_run) in enumerate(pairs, 1):
+        order = "reader first" if r % 2 else "export first"
+        print(f"round {r} ({order}): sequential reader / warm engine's first large export  "
+              f"{s_run.wall:>6.2f} / {w_run.wall:>5.2f} s  {w_run.wall / s_run.wall:>5.2f}x")  # fmt: skip
+    for label, run in (("ocigroup export, warm engine, again", again), ("ocigroup export, cold Spark", cold)):
+        print(f"{label:<52} {run.wall:>8.2f} {messages / run.wall:>10,.0f} {run.wall / last.wall:>6.2f}x")
+    print(f"ratio warm / sequential, median of {rounds} round(s): {warm.wall / seq.wall:.2f}x (target {target}); "
+          "same rows and content digest everywhere")  # fmt: skip
     cores = os.cpu_count() or 1
     print(f"{'CPU seconds':<40} {'driver':>7} {'JVM':>7} {'workers':>8} {'emulator':>9} {'total':>7} {'/cores':>7}")
     for label, run in (("sequential reader", seq), ("warm (CLI + engine supervisor; engine)", warm), ("cold", cold)):
@@ -212,7 +224,7 @@ def large(bench: Bench, emu: BenchEmulator, messages: int, partitions: int, titl
             row[4] = sum(row[:4])
         print(f"{label:<40} {row[0]:>7.1f} {row[1]:>7.1f} {row[2]:>8.1f} {row[3]:>9.1f} {row[4]:>7.1f} "
               f"{row[4] / cores:>7.1f}")  # fmt: skip
-    summary.record(f"export: {title}, warm engine", warm.wall, base, "s", target, "sequential reader")
+    summary.record(f"export: {title}, warm engine", warm.wall, seq.wall, "s", target, "sequential reader")
     return warm
 
 
@@ -248,6 +260,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--size", type=int, default=200)
     parser.add_argument("--latency-ms", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the large export against the reader")
     parser.add_argument("--memory-factor", type=int, default=4, help="the memory run exports this many times more")
     parser.add_argument("--sequential", nargs=3, metavar=("CONFIG", "PARTITIONS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -274,8 +287,9 @@ def main() -> None:
                 )
                 small(bench, emu)
                 title = f"{args.messages:,} x {args.size} B, {args.partitions} partitions"
-                one = large(bench, emu, args.messages, args.partitions, title, "<= 0.6x")
-                large(bench, lim, args.messages, args.partitions, title + ", rate limits", "<= 0.5x")
+                size = (args.messages, args.partitions)
+                one = large(bench, emu, args.rounds, size, title, "<= 0.6x")
+                large(bench, lim, 1, size, title + ", rate limits", "<= 0.5x")
                 memory(bench, emu, one, args)
             finally:
                 bench.stop_engine(emu)
