@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.emulator.backend import Options
 from ocigroup_cli.emulator.faults import FaultPlan
 from ocigroup_cli.errors import ExitCode
 from ocigroup_cli.export import manifest
@@ -124,11 +123,13 @@ def test_a_master_spark_refuses_is_one_line_and_a_usage_exit(serve, tmp_path):
     assert not list((tmp_path / "state").rglob("crash*"))
 
 
-def _slow_service(serve, rounds: int = 1) -> Served:
-    """Four partitions read a few messages per request, 20 ms each: a job that runs for several seconds (about
-    four more per round)."""
-    served = serve(faults=FaultPlan(latency_ms=20), options=Options(read_budget_bytes=2048))
-    for _ in range(4 * rounds):
+def _slow_service(serve) -> Served:
+    """Eight partitions of 150 messages behind 200 ms per request. An export's reader asks for up to 10,000
+    messages a request, so a slice takes three requests (a cursor, its messages, an empty read): on local[2]
+    the eight slices run in four waves, the reading lasts seconds after the first rows, and the waves' rows are
+    counted apart."""
+    served = serve(partitions=8, faults=FaultPlan(latency_ms=200))
+    for _ in range(8):
         served.sdk.put(served.sid, [(None, os.urandom(500)) for _ in range(150)])
     return served
 
@@ -154,12 +155,12 @@ def _how(served: Served, spark_engine, how: str) -> list[str]:
 
 
 def _interrupted_soon(spark_engine, how: str) -> None:
-    """The engine's job of an export that went away stops within seconds (it would run for several more)."""
+    """The engine's job of an export that went away stops at once (it would read for seconds more)."""
     if how != "warm":
         return
     from ocigroup_cli.export import door
 
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 1.5
     while door.running(spark_engine.door) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert door.running(spark_engine.door) == 0
@@ -167,9 +168,9 @@ def _interrupted_soon(spark_engine, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["sc", "warm"])
 def test_ctrl_c_while_tasks_run_is_one_line_exit_130_and_leaves_nothing(serve, spark, spark_engine, tmp_path, how):
-    served = _slow_service(serve, rounds=2)
+    served = _slow_service(serve)
     running = served.export(
-        tmp_path / "x", "--partition", "0-3", "--from-offset", "0", *_how(served, spark_engine, how)
+        tmp_path / "x", "--partition", "0-7", "--from-offset", "0", *_how(served, spark_engine, how)
     )
     _wait_for_rows(tmp_path, "x")
     running.send_signal(signal.SIGINT)
@@ -184,8 +185,8 @@ def test_ctrl_c_while_tasks_run_is_one_line_exit_130_and_leaves_nothing(serve, s
 
 @pytest.mark.parametrize("how", ["sc", "warm"])
 def test_kill_9_leaves_leftovers_that_the_next_export_removes(serve, spark_engine, tmp_path, how):
-    served = _slow_service(serve, rounds=2)
-    args = ["--partition", "0-3", "--from-offset", "0", *_how(served, spark_engine, how)]
+    served = _slow_service(serve)
+    args = ["--partition", "0-7", "--from-offset", "0", *_how(served, spark_engine, how)]
     running = served.export(tmp_path / "x", *args)
     _wait_for_rows(tmp_path, "x")
     running.kill()
@@ -251,15 +252,16 @@ def test_an_idle_engine_stops_by_itself(tmp_path):
 def test_a_terminal_sees_the_phase_and_rows_as_they_are_read_then_only_the_result(serve, spark_engine, tmp_path):
     import re
 
-    served = _slow_service(serve, rounds=2)  # long enough for several frames of counts, loaded or not
-    args = ["--config", served.config, "export", "--out", str(tmp_path / "p"), "--partition", "0-3"]
+    served = _slow_service(serve)
+    args = ["--config", served.config, "export", "--out", str(tmp_path / "p"), "--partition", "0-7"]
     screen = proc.on_pty([*args, "--from-offset", "0", "--master", _remote(spark_engine)], served.env, timeout=120)
     assert screen.code == 0, screen.text
     drawn = screen.raw.decode(errors="replace")
     for phase in ("export: planning", "export: starting Spark", "export: reading"):
         assert phase in drawn
-    counts = {int(n.replace(",", "")) for n in re.findall(r"/4 slices · ([\d,]+) rows", drawn)}
-    assert {n for n in counts if 0 < n < 1200}, counts  # rows counted while slices are read, not only at the end
+    counts = {int(n.replace(",", "")) for n in re.findall(r"/8 slices · ([\d,]+) rows", drawn)}
+    frames = list(dict.fromkeys(f.strip() for f in re.split(r"[\r\n]", drawn) if "export: reading" in f))
+    assert {n for n in counts if 0 < n < 1200}, frames  # rows counted while slices are read, not only at the end
     assert "export:" not in screen.text  # the status line is gone; the result is what stays
     assert "1,200 rows" in screen.text and "exported 1,200 rows" in screen.text
 
