@@ -200,6 +200,9 @@ def open_run(name: str, s: Setting, work: Path, seed: int, emulator_args: tuple[
     return Run(name, s, work, random.Random(seed), recorder, emulator, client, stream, env, clock.monotonic())
 
 
+STARTED_S = 3.0  # ample for `ocigroup tail` to start and handle SIGTERM, on a slow machine too
+
+
 def drain_and_stop(run: Run) -> None:
     """Wait until every acknowledged value was written (or the deadline), then stop every instance cleanly."""
     deadline = run.now() + run.setting.drain_s
@@ -210,7 +213,9 @@ def drain_and_stop(run: Run) -> None:
     until = run.now() + run.setting.timeout_ms / 1000 + 2 * run.setting.heartbeat_ms / 1000 + 2.0
     while not _committed_to_the_end(run) and run.now() < until:
         run.sleep(0.1)
-    for proc in run.slots:
+    for proc in run.slots:  # a tail stops cleanly on SIGTERM (130) once it has started; before that, SIGTERM ends
+        while run.now() - proc.started < STARTED_S:  # it as it ends any process (-15): an instance restarted
+            REAL.sleep(0.1)  # during the drain is given its start first
         proc.signal(signal.SIGTERM)
     for proc in run.slots:
         proc.finish(expected=130)

@@ -81,6 +81,7 @@ class TailProcess:
         throttle_bps: float | None = None,
     ) -> None:
         self.label, self.name, self.recorder, self.now = label, name, recorder, now
+        self.started = now()
         self.stderr_path = work / f"{label}.err"
         self.throttle_bps = throttle_bps
         self.killed = False
