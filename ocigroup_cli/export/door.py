@@ -1,6 +1,6 @@
 """The warm engine's front door: an export hands its job to the engine's supervisor, which holds a Spark Connect
 session to the engine's server, instead of loading the Spark Connect client itself (pyspark, grpc and pandas:
-0.6 to 0.9 s of imports in every export, measured; see README, Export performance).
+0.6 to 0.9 s of imports in every export, measured; see README, Benchmarks).
 
 One request per loopback TCP connection: a JSON line in, a JSON line out. While the job runs the connection
 stays open; when it closes before the answer (the export was interrupted, or killed with -9), the engine
