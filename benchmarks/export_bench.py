@@ -1,9 +1,10 @@
 """Export benchmark: `ocigroup export` on Spark against a sequential single-process reader, in one run.
 
 Both run as their own processes against emulator processes that add latency to every request, read the same
-plan's slices through the same client (`export.reader.read_batches`), write them with the same slice writer
-(`export.writer.write_slice`, pyarrow's Parquet writer) and finish with the same manifest. Only the engine
-differs: Spark runs the slices as parallel tasks; the baseline reads and writes slice after slice.
+plan's slices through the same client (`export.reader.read_batches`), write them and read them back for the
+manifest with the same slice exporter (`export.writer.export_slice`, pyarrow's Parquet writer) and finish with the
+same manifest. Only the engine differs: Spark runs the slices as parallel tasks; the baseline exports slice
+after slice.
 
 What it prints, side by side:
 1. a small export (1,000 messages, one partition): cold (a Spark started for the export; the first one records
@@ -68,10 +69,11 @@ def sequential(config: str, partitions: str, out: str) -> None:
     from ocigroup_cli.config import resolve
     from ocigroup_cli.core.clock import SystemClock
     from ocigroup_cli.export import job
+    from ocigroup_cli.export.manifest import FileStats
     from ocigroup_cli.export.plan import parse_partitions
-    from ocigroup_cli.export.reader import arrow_schema, read_batches
+    from ocigroup_cli.export.reader import arrow_schema
     from ocigroup_cli.export.resolve import Request, make_plan
-    from ocigroup_cli.export.writer import write_slice
+    from ocigroup_cli.export.writer import export_slice
     from ocigroup_cli.ops.target import resolve_stream
 
     clock = SystemClock()
@@ -81,9 +83,9 @@ def sequential(config: str, partitions: str, out: str) -> None:
     plan = make_plan(client, stream, Request(parse_partitions(partitions, stream.partitions), 0), clock.time_ms())
     schema = arrow_schema()
 
-    def write(partial: Path) -> None:
-        for s in plan.slices:
-            write_slice(read_batches(plan, s, schema), partial / f"{s.file_stem}.parquet", "parquet")
+    def write(partial: Path) -> list[FileStats]:
+        facts = (export_slice(plan, s, partial, "parquet", schema) for s in plan.slices)
+        return [st for st in facts if st is not None]
 
     meta = {"tool": {"name": "ocigroup"}, "engine": "sequential"}
     job.run(write, plan, job.Target(Path(out), "parquet", "sequential"), meta, clock)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ocigroup_cli.errors import TransientError
+from ocigroup_cli.export.manifest import FileStats
 
 
 class JobFailed(Exception):
@@ -27,12 +28,13 @@ class JobFailed(Exception):
 # -- the export's side ---------------------------------------------------------------------------------------------
 
 
-def export(port: int, plan_json: str, fmt: str, directory: str, tag: str) -> None:
-    """Run the export's job on the engine behind `port` and wait for it; Ctrl-C closes the connection, which
-    interrupts the job."""
+def export(port: int, plan_json: str, fmt: str, directory: str, tag: str) -> list[FileStats]:
+    """Run the export's job on the engine behind `port` and wait for it: the facts of the files written. Ctrl-C
+    closes the connection, which interrupts the job."""
     answer = _ask(port, {"op": "export", "plan": plan_json, "format": fmt, "directory": directory, "tag": tag})
     if "error" in answer:
         raise JobFailed(answer["error"])
+    return [FileStats.from_wire(text) for text in answer["files"]]
 
 
 def interrupt(port: int, tag: str) -> None:
@@ -102,8 +104,8 @@ class Door(socketserver.ThreadingTCPServer):
         self.session.addTag(tag)
         watch.start()
         try:
-            write_slices(self.session, request["plan"], request["format"], request["directory"])
-            return {"ok": True}
+            files = write_slices(self.session, request["plan"], request["format"], request["directory"])
+            return {"ok": True, "files": [st.wire() for st in files]}
         except Exception as exc:  # noqa: BLE001 - Spark Connect errors share nothing but their text
             return {"error": str(exc)}
         finally:

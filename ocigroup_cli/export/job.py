@@ -49,15 +49,17 @@ class Target:
             raise UsageError(f"--out {self.out}: the directory {self.out.parent} does not exist.")
 
 
-Write = Callable[[Path], None]  # writes every slice's file into the run's partial directory
+Write = Callable[[Path], list[manifest.FileStats]]  # writes every slice's file into the run's partial directory
 
 
-def write_slices(session: SparkSession, plan_json: str, fmt: str, directory: str) -> None:
-    """One Spark task per slice of the plan, each writing its slice's file into `directory` (export/writer.py)."""
+def write_slices(session: SparkSession, plan_json: str, fmt: str, directory: str) -> list[manifest.FileStats]:
+    """One Spark task per slice of the plan, each writing its slice's file into `directory` (export/writer.py);
+    the facts of the files written."""
     from ocigroup_cli.export.writer import RESULT_DDL, slice_task
 
     n = len(Plan.from_json(plan_json).slices)
-    session.range(0, n, 1, n).mapInArrow(slice_task(plan_json, fmt, directory), RESULT_DDL).collect()
+    rows = session.range(0, n, 1, n).mapInArrow(slice_task(plan_json, fmt, directory), RESULT_DDL).collect()
+    return [manifest.FileStats.from_wire(row.facts) for row in rows if row.facts is not None]
 
 
 def _spark_failure(exc: Exception, log: Path | None) -> OcigroupError:
@@ -77,13 +79,35 @@ def _tidy(partial: Path, plan: Plan, fmt: str) -> None:
             path.unlink()
 
 
-def build_manifest(
-    plan: Plan, target: Target, partial: Path, meta: dict[str, Any], started_ms: int, finished_ms: int
-) -> dict[str, Any]:
-    files, digest = manifest.scan(partial, target.fmt)
-    problems = [p for f in files for p in f.problems]
+def _checked(partial: Path, fmt: str, written: list[manifest.FileStats]) -> list[manifest.FileStats]:
+    """The facts the tasks read back from their files, in name order, once the files are what they read: the
+    same names, of the same sizes, in order; else the first difference is an error."""
+    files = sorted(written, key=lambda f: f.name)
+    names = {f.name for f in files}
+    on_disk = {p.name: p.stat().st_size for p in manifest.data_files(partial, fmt)}
+    problems = [p for f in files for p in f.problems] + manifest.order_problems(files)
+    problems += [f"{name}: no task wrote it" for name in sorted(on_disk.keys() - names)]
+    problems += [
+        f"{f.name}: missing" if f.name not in on_disk else f"{f.name}: changed after it was read back"
+        for f in files
+        if on_disk.get(f.name) != f.bytes
+    ]
     if problems:
         raise OcigroupError(f"the export's files are inconsistent: {problems[0]}")
+    return files
+
+
+def build_manifest(
+    plan: Plan,
+    target: Target,
+    partial: Path,
+    written: list[manifest.FileStats],
+    meta: dict[str, Any],
+    started_ms: int,
+    finished_ms: int,
+) -> dict[str, Any]:
+    files = _checked(partial, target.fmt, written)
+    digest = manifest.combine(partial, target.fmt, files)
     partitions = [
         {
             "partition": r.partition,
@@ -95,7 +119,7 @@ def build_manifest(
         for r in plan.ranges
     ]
     return {
-        "manifest_version": 1,
+        "manifest_version": manifest.VERSION,
         **meta,
         "stream": {"id": plan.stream["id"], "name": plan.stream["name"]},
         "format": target.fmt,
@@ -237,16 +261,17 @@ def run(
     target.check()  # again here: the command checked before starting Spark, but the directory may appear since
     partial = mine.partial
     partial.mkdir()
+    written: list[manifest.FileStats] = []
     if plan.slices and write is not None:
         try:
-            write(partial)
+            written = write(partial)
         except (OcigroupError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - py4j, Spark Connect and pyspark errors share nothing but text
             raise _spark_failure(exc, log) from None
     read()
     _tidy(partial, plan, target.fmt)
-    doc = build_manifest(plan, target, partial, meta, plan.end_ms, clock.time_ms())
+    doc = build_manifest(plan, target, partial, written, meta, plan.end_ms, clock.time_ms())
     _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")
     partial.rename(target.out)
     return doc

@@ -1,7 +1,12 @@
-"""The manifest that proves an export, computed from the files as written (export/verify.py recomputes it).
+"""The manifest that proves an export: each file's facts, read back from the file once it is written (by the
+task that wrote it, in parallel: export/writer.py), and the content digest combined from them.
+export/verify.py recomputes every fact from the files.
 
-Content digest: SHA-256 over every row in (partition, offset) order, each row encoded as partition (4 bytes,
-big-endian), offset (8 bytes), key length (4 bytes, signed; -1 for no key), key, value length (4 bytes), value.
+A row's encoding: partition (4 bytes, big-endian), offset (8), key length (4, signed; -1 for no key), key, value
+length (4), value. Content digest (manifest version 2): SHA-256 over, for each partition that has rows, in
+partition order: partition (4 bytes), rows (8 bytes) and the SHA-256 of its rows' encodings in offset order (32
+bytes). A partition cut into slices is hashed across its files. Independent of format and of `--split`.
+Version 1 (older manifests, still verified): SHA-256 over every row's encoding in (partition, offset) order.
 Files are named `partition-PPPP-SSS.<ext>` (partition, slice), so name order is (partition, offset) order.
 """
 
@@ -10,9 +15,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import itertools
+import json
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +27,10 @@ from ocigroup_cli.core.timefmt import ms_to_rfc3339
 
 MANIFEST = "manifest.json"
 EXTENSIONS = {"parquet": ".parquet", "jsonl": ".jsonl", "csv": ".csv"}
-_ROW = struct.Struct(">iqi")
-_LEN = struct.Struct(">i")
-BATCH_ROWS = 8_192  # rows held as Python objects at a time, so the driver's memory does not grow with the range
+VERSION = 2  # of the manifest, and so of its content digest
+_PARTITION = struct.Struct(">iq")
+BATCH_ROWS = 8_192  # rows read at a time, so memory does not grow with the range...
+BATCH_BYTES = 16 << 20  # ...nor with the values' size (a Parquet batch's rows: fewer where values are larger)
 TEXT_BLOCK_BYTES = 2 << 20
 DIGEST_CHUNK_BYTES = 16 << 20
 GIVE_BACK_BATCHES = 16
@@ -43,8 +51,9 @@ def read_batches(path: Path, fmt: str) -> Iterator[Any]:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        batches: Iterator[Any] = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20).iter_batches(
-            batch_size=BATCH_ROWS, columns=["partition", "offset", "timestamp", "key", "value"]
+        parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+        batches: Iterator[Any] = parquet.iter_batches(
+            batch_size=_batch_rows(parquet.metadata), columns=["partition", "offset", "timestamp", "key", "value"]
         )
         encoded = False
     else:
@@ -86,6 +95,13 @@ def read_batches(path: Path, fmt: str) -> Iterator[Any]:
         )
 
 
+def _batch_rows(meta: Any) -> int:
+    """Rows per batch for a Parquet file: BATCH_ROWS, or fewer so that a batch of its average row (uncompressed)
+    stays under BATCH_BYTES (a file of 1 MiB values: 16 rows; read 8,192 at a time, it took 8 GiB)."""
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return max(1, min(BATCH_ROWS, BATCH_BYTES * max(int(meta.num_rows), 1) // max(int(size), 1)))
+
+
 def read_rows(path: Path, fmt: str) -> Iterator[list[Row]]:
     """The rows of one output file as Python tuples, a batch at a time."""
     for batch in read_batches(path, fmt):
@@ -104,6 +120,8 @@ class FileStats:
     sha256: str = ""
     bytes: int = 0
     problems: list[str] = field(default_factory=list)
+    rows_sha256: str = ""  # of the file's rows' encodings: its partition's digest when the file is all of it
+    last_partition: int | None = None  # the last row's (a file of more than one partition is a problem)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +136,14 @@ class FileStats:
             "sha256": self.sha256,
         }
 
+    def wire(self) -> str:
+        """As a task hands it to the driver."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_wire(cls, text: str) -> FileStats:
+        return cls(**json.loads(text))
+
 
 def _ts(us: int | None) -> str | None:
     return None if us is None else ms_to_rfc3339(us // 1000)
@@ -131,23 +157,95 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def scan(directory: Path, fmt: str) -> tuple[list[FileStats], str]:
-    """Per-file statistics and the content digest of every data file in `directory`, in name order."""
-    digest = hashlib.sha256()
-    stats: list[FileStats] = []
+def facts(path: Path, fmt: str) -> FileStats:
+    """One file's facts, read back from it (what an export's task does with the file it wrote)."""
+    own = hashlib.sha256()
+    st = read_facts(path, fmt, (own,))
+    st.rows_sha256 = own.hexdigest()
+    return st
+
+
+def read_facts(path: Path, fmt: str, sinks: Iterable[Any] = ()) -> FileStats:
+    """One file's statistics and SHA-256, its rows checked for order; each of `sinks` (hashes) is fed every row's
+    encoding."""
+    sinks = tuple(sinks)
+    st = FileStats(path.name, sha256=file_sha256(path), bytes=path.stat().st_size)
     previous: tuple[int, int] | None = None
+    try:
+        for i, batch in enumerate(read_batches(path, fmt), 1):
+            previous = _take(st, batch, sinks, previous)
+            if i % GIVE_BACK_BATCHES == 0:
+                _give_back()
+    except (OSError, ValueError, binascii.Error) as exc:  # pyarrow's errors derive from these
+        st.problems.append(f"{path.name}: cannot be read ({str(exc).splitlines()[0][:200]})")
+    _give_back()
+    return st
+
+
+def order_problems(files: list[FileStats]) -> list[str]:
+    """Each file's first row must come after the last row of the file before it (files in name order)."""
+    problems, previous = [], None
+    for st in files:
+        if not st.rows:
+            continue
+        assert st.partition is not None and st.first_offset is not None
+        assert st.last_partition is not None and st.last_offset is not None
+        if previous is not None and (st.partition, st.first_offset) <= previous:
+            problems.append(f"{st.name}: partition {st.partition} offset {st.first_offset} is out of order")
+        previous = (st.last_partition, st.last_offset)
+    return problems
+
+
+def content_digest(parts: Iterable[tuple[int, int, str]]) -> str:
+    """The content digest of (partition, rows, SHA-256 of its rows) for each partition with rows, in order."""
+    h = hashlib.sha256()
+    for partition, rows, digest in parts:
+        h.update(_PARTITION.pack(partition, rows) + bytes.fromhex(digest))
+    return h.hexdigest()
+
+
+def combine(directory: Path, fmt: str, files: list[FileStats]) -> str:
+    """The content digest from the files' facts (in name order): a partition in one file has its digest already;
+    one cut into slices is read here, across its files."""
+    parts = []
+    with_rows = [f for f in files if f.rows and f.partition is not None]
+    for partition, group in itertools.groupby(with_rows, key=lambda f: f.partition):
+        mine = list(group)
+        if len(mine) == 1:
+            digest = mine[0].rows_sha256
+        else:
+            running = hashlib.sha256()
+            for st in mine:
+                read_facts(directory / st.name, fmt, (running,))
+            digest = running.hexdigest()
+        parts.append((int(partition or 0), sum(f.rows for f in mine), digest))
+    return content_digest(parts)
+
+
+def scan(directory: Path, fmt: str, version: int = VERSION) -> tuple[list[FileStats], str]:
+    """Every data file's facts and the content digest (as manifest `version` defines it), each file read once.
+    A partition's hash runs on across its files: a file also feeds a copy of the hash of the partition before it,
+    kept if the file is of that partition."""
+    whole = hashlib.sha256()  # version 1
+    stats: list[FileStats] = []
+    groups: list[tuple[int, int, Any]] = []  # partition, rows, the hash of its rows so far
     for path in data_files(directory, fmt):
-        st = FileStats(path.name, sha256=file_sha256(path), bytes=path.stat().st_size)
-        try:
-            for i, batch in enumerate(read_batches(path, fmt), 1):
-                previous = _take(st, batch, digest, previous)
-                if i % GIVE_BACK_BATCHES == 0:
-                    _give_back()
-        except (OSError, ValueError, binascii.Error) as exc:  # pyarrow's errors derive from these
-            st.problems.append(f"{path.name}: cannot be read ({str(exc).splitlines()[0][:200]})")
+        fresh, continued = hashlib.sha256(), groups[-1][2].copy() if groups else None
+        sinks = [h for h in (fresh, continued, whole if version == 1 else None) if h is not None]
+        st = read_facts(path, fmt, sinks)
         stats.append(st)
-        _give_back()
-    return stats, digest.hexdigest()
+        if not st.rows or st.partition is None:
+            continue
+        if groups and groups[-1][0] == st.partition:
+            groups[-1] = (st.partition, groups[-1][1] + st.rows, continued)
+        else:
+            groups.append((st.partition, st.rows, fresh))
+    late = order_problems(stats)
+    for st in stats:
+        st.problems += [p for p in late if p.startswith(f"{st.name}:")]
+    if version == 1:
+        return stats, whole.hexdigest()
+    return stats, content_digest((p, rows, h.hexdigest()) for p, rows, h in groups)
 
 
 def _give_back() -> None:
@@ -159,9 +257,11 @@ def _give_back() -> None:
     pa.default_memory_pool().release_unused()
 
 
-def _take(st: FileStats, batch: Any, digest: Any, previous: tuple[int, int] | None) -> tuple[int, int] | None:
-    """Fold one batch of a file's rows into its statistics and the running content digest (column at a time:
-    no Python object per row)."""
+def _take(
+    st: FileStats, batch: Any, sinks: tuple[Any, ...], previous: tuple[int, int] | None
+) -> tuple[int, int] | None:
+    """Fold one batch of a file's rows into its statistics and feed their encodings to `sinks` (column at a
+    time: no Python object per row)."""
     import numpy as np
 
     n = batch.num_rows
@@ -174,18 +274,18 @@ def _take(st: FileStats, batch: Any, digest: Any, previous: tuple[int, int] | No
     late[0] &= previous is not None
     for i in np.flatnonzero(late):
         st.problems.append(f"{st.name}: partition {parts[i]} offset {offsets[i]} is out of order")
-    _digest(batch, digest)
+    _digest(batch, sinks)
     if st.rows == 0:
         st.partition, st.first_offset, st.first_ts_us = int(parts[0]), int(offsets[0]), int(stamps[0])
-    st.last_offset, st.last_ts_us = int(offsets[-1]), int(stamps[-1])
+    st.last_partition, st.last_offset, st.last_ts_us = int(parts[-1]), int(offsets[-1]), int(stamps[-1])
     st.rows += n
     if bool((parts != st.partition).any()):
         st.problems.append(f"{st.name}: holds more than one partition")
     return int(parts[-1]), int(offsets[-1])
 
 
-def _digest(batch: Any, digest: Any) -> None:
-    """Feed the digest every row of `batch`, encoded as the module's docstring says, a slice of at most
+def _digest(batch: Any, sinks: tuple[Any, ...]) -> None:
+    """Feed each of `sinks` every row of `batch`, encoded as the module's docstring says, a slice of at most
     DIGEST_CHUNK_BYTES at a time (a value may be 1 MiB, and a slice is copied once to be joined)."""
     import numpy as np
 
@@ -195,7 +295,9 @@ def _digest(batch: Any, digest: Any) -> None:
     while start < batch.num_rows:
         done = int(ends[start - 1]) if start else 0
         stop = max(int(np.searchsorted(ends, done + DIGEST_CHUNK_BYTES, "right")), start + 1)
-        digest.update(_encoded(batch.slice(start, stop - start)))
+        encoded = _encoded(batch.slice(start, stop - start))
+        for sink in sinks:
+            sink.update(encoded)
         start = stop
 
 

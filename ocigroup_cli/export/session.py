@@ -25,6 +25,7 @@ from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import Interrupted
 from ocigroup_cli.export import door, engine, job, spark
 from ocigroup_cli.export.classcache import ClassCache
+from ocigroup_cli.export.manifest import FileStats
 from ocigroup_cli.export.plan import Plan
 from ocigroup_cli.export.progress import totals
 from ocigroup_cli.export.resolve import Request, make_plan
@@ -76,9 +77,9 @@ class Spark:
             self.session.addTag(tag)
         cancel = (lambda: self.session.interruptTag(tag)) if connect else self.session.sparkContext.cancelAllJobs
 
-        def write(partial: Path) -> None:
+        def write(partial: Path) -> list[FileStats]:
             try:
-                job.write_slices(self.session, plan_json, fmt, str(partial))
+                return job.write_slices(self.session, plan_json, fmt, str(partial))
             except KeyboardInterrupt:
                 cancel()
                 raise

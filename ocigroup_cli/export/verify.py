@@ -28,6 +28,12 @@ def load(directory: Path) -> dict[str, Any]:
         or not isinstance(doc.get("files"), list)
     ):
         raise UsageError(f"{path}: not an ocigroup export manifest.")
+    if doc.get("manifest_version") not in (1, manifest.VERSION):
+        raise UsageError(
+            f"{path}: manifest version {doc.get('manifest_version')!r} is not one this ocigroup knows "
+            f"(1 to {manifest.VERSION}).",
+            "verify it with the ocigroup version that wrote it (the manifest's tool.version)",
+        )
     return doc
 
 
@@ -43,7 +49,7 @@ def verify(directory: Path) -> tuple[dict[str, Any], list[str]]:
     present = {p.name for p in directory.iterdir()} - {manifest.MANIFEST}
     problems = [f"missing file: {name}" for name in sorted(claimed.keys() - present)]
     problems += [f"extra file: {name}" for name in sorted(present - claimed.keys())]
-    files, digest = manifest.scan(directory, fmt)
+    files, digest = manifest.scan(directory, fmt, doc["manifest_version"])
     for st in files:
         problems += st.problems
         if st.name in claimed:

@@ -1,9 +1,10 @@
 """Write one slice as one file in the export's format, batch by batch as it is read.
 
 Spark runs `slice_task` as the tasks of an export (one task per slice, in parallel); the benchmark's sequential
-baseline calls `write_slice` slice after slice. Both write the same bytes. Writing in the Python task, with
-pyarrow, keeps the messages off the JVM: handing Arrow batches to Spark's own writers turned every message into
-a JVM row and back, which cost more CPU than reading them.
+baseline calls `export_slice` slice after slice. Both write the same bytes, then read the file back for the
+manifest's facts (export/manifest.py), so the manifest's reading is done in parallel too, from the files as
+written. Writing in the Python task, with pyarrow, keeps the messages off the JVM: handing Arrow batches to
+Spark's own writers turned every message into a JVM row and back, which cost more CPU than reading them.
 
 A file appears under its final name only when it is complete (written beside it, then renamed), so a task that
 fails or is retried leaves at most a `.tmp-*` file, which the job removes. A slice with no message writes no file.
@@ -23,14 +24,14 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ocigroup_cli.export.manifest import EXTENSIONS
-from ocigroup_cli.export.plan import Plan
+from ocigroup_cli.export import manifest
+from ocigroup_cli.export.plan import Plan, Slice
 from ocigroup_cli.export.reader import arrow_schema, read_batches
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-RESULT_DDL = "slice INT, rows BIGINT"
+RESULT_DDL = "slice INT, facts STRING"  # facts: the file's, as FileStats.wire(); null for no file
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # %S carries the microseconds of a microsecond timestamp
 
 
@@ -134,22 +135,28 @@ def write_slice(batches: Iterable[pa.RecordBatch], path: Path, fmt: str) -> int:
     return rows
 
 
+def export_slice(plan: Plan, s: Slice, directory: Path, fmt: str, schema: pa.Schema) -> manifest.FileStats | None:
+    """Read slice `s` into its file in `directory` and return the file's facts, read back from it (None: the
+    slice has no message, so no file)."""
+    path = directory / (s.file_stem + manifest.EXTENSIONS[fmt])
+    if not write_slice(read_batches(plan, s, schema), path, fmt):
+        return None
+    return manifest.facts(path, fmt)
+
+
 def slice_task(plan_json: str, fmt: str, directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[Any]]:
-    """The function Spark maps over the slice numbers (`mapInArrow`): read each slice, write its file into
-    `directory`, and answer one row (slice, rows) per slice."""
+    """The function Spark maps over the slice numbers (`mapInArrow`): export each slice, and answer one row
+    (slice, facts) per slice."""
 
     def run(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         plan = Plan.from_json(plan_json)
         schema = arrow_schema()
+        result = pa.schema([("slice", pa.int32()), ("facts", pa.string())])
         for chunk in numbers:
             for i in chunk.column(0).to_pylist():
-                s = plan.slices[i]
-                path = Path(directory) / (s.file_stem + EXTENSIONS[fmt])
-                rows = write_slice(read_batches(plan, s, schema), path, fmt)
-                yield pa.RecordBatch.from_pydict(
-                    {"slice": [i], "rows": [rows]}, pa.schema([("slice", pa.int32()), ("rows", pa.int64())])
-                )
+                st = export_slice(plan, plan.slices[i], Path(directory), fmt, schema)
+                yield pa.RecordBatch.from_pydict({"slice": [i], "facts": [st.wire() if st else None]}, result)
 
     return run

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import pytest
 
 from ocigroup_cli.errors import ExitCode
+from tests.helpers.digest import reference, reference_v1
 
 pytestmark = pytest.mark.spark
 
@@ -72,6 +74,51 @@ def test_the_same_range_gives_the_same_content_digest_in_every_format(exporting,
         check = cli("-o", "json", "export", "verify", str(tmp_path / fmt))
         assert check.code == 0 and json.loads(check.out)["ok"], check.out
     assert len(digests) == 1
+
+
+def _service_rows(sdk, sid, partitions):
+    """Every message of `partitions` as the service holds it: (partition, offset, key, value), in order."""
+    rows = []
+    for p in partitions:
+        got, _ = sdk.get(sid, sdk.cursor(sid, p, "TRIM_HORIZON"), limit=10_000)
+        rows += [
+            (p, m.offset, None if m.key is None else base64.b64decode(m.key), base64.b64decode(m.value)) for m in got
+        ]
+    return rows
+
+
+def test_the_content_digest_is_the_defined_one_whatever_the_split(exporting, tmp_path):
+    cli, sdk, sid = exporting
+    rows = _service_rows(sdk, sid, [0, 1, 3])
+    last = str(max(offset for _, offset, _, _ in rows))
+    for split in ("1", "3"):
+        out = tmp_path / f"split-{split}"
+        r = _export(cli, out, "--partition", "0-1,3", "--from-offset", "0", "--to-offset", last, "--split", split)
+        assert r.code == 0, r.err
+        doc = json.loads(r.out)
+        assert (doc["manifest_version"], doc["content_digest"]["value"]) == (2, reference(rows))
+        files = [f["partition"] for f in doc["files"]]
+        assert files == [0, 1, 3] if split == "1" else max(files.count(p) for p in (0, 1, 3)) == 3
+        assert cli("export", "verify", str(out)).code == 0
+
+
+def test_verify_knows_version_1_manifests_and_refuses_unknown_versions_in_one_line(exporting, tmp_path):
+    cli, sdk, sid = exporting
+    out = tmp_path / "old"
+    assert _export(cli, out, "--partition", "2-3", "--from-offset", "0", "--split", "2").code == 0
+    path = out / "manifest.json"
+    doc = json.loads(path.read_text())
+    doc["manifest_version"] = 1
+    doc["content_digest"]["value"] = reference_v1(_service_rows(sdk, sid, [2, 3]))
+    path.write_text(json.dumps(doc))
+    assert cli("export", "verify", str(out)).code == 0
+    doc["content_digest"]["value"] = reference(_service_rows(sdk, sid, [2, 3]))  # version 2's, under version 1
+    path.write_text(json.dumps(doc))
+    assert cli("export", "verify", str(out)).code == 1
+    doc["manifest_version"] = 3
+    path.write_text(json.dumps(doc))
+    r = cli("export", "verify", str(out))
+    assert r.code == ExitCode.USAGE and "manifest version 3" in r.err and len(r.err.strip().splitlines()) <= 2
 
 
 def test_a_time_range_exports_what_was_published_between_the_two_times(cli, spark, sdk, clock, tmp_path):

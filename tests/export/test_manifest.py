@@ -1,10 +1,9 @@
-"""The manifest's scan on its own: the content digest as its docstring defines it, and the order checks."""
+"""The manifest's facts on their own: the content digest as its docstring defines it (version 2, and version 1
+for older manifests), the same from a task's facts as from a scan, for any split, and the order checks."""
 
 from __future__ import annotations
 
-import hashlib
 import random
-import struct
 
 import pyarrow as pa
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from ocigroup_cli.export import manifest
 from ocigroup_cli.export.reader import arrow_schema
 from ocigroup_cli.export.writer import write_slice
+from tests.helpers.digest import reference, reference_v1
 
 MiB = 1 << 20
 
@@ -32,35 +32,52 @@ def _batch(rows):
     )
 
 
-def _reference(rows):
-    """The digest computed row by row, straight from the definition."""
-    h = hashlib.sha256()
-    for partition, offset, key, value in rows:
-        h.update(struct.pack(">iqi", partition, offset, -1 if key is None else len(key)))
-        h.update(key or b"")
-        h.update(struct.pack(">i", len(value)))
-        h.update(value)
-    return h.hexdigest()
+def _rows(rng, p):
+    rows = [
+        (p, 10 * i + p, None if i % 4 == 0 else rng.randbytes(i % 5), rng.randbytes(rng.choice((0, 57, 900))))
+        for i in range(60)
+    ]
+    return [*rows, (p, 10_000, rng.randbytes(256), rng.randbytes(MiB - 1024))]
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
 def test_the_content_digest_is_the_defined_encoding_of_every_row_in_order(tmp_path, fmt, monkeypatch):
     monkeypatch.setattr(manifest, "DIGEST_CHUNK_BYTES", 3000)  # many slices per batch, and one row over the size
     rng = random.Random(7)
-    files = []
+    every = []
     for p in range(3):
-        rows = [
-            (p, 10 * i + p, None if i % 4 == 0 else rng.randbytes(i % 5), rng.randbytes(rng.choice((0, 57, 900))))
-            for i in range(60)
-        ]
-        rows.append((p, 10_000, rng.randbytes(256), rng.randbytes(MiB - 1024)))
-        files.append(rows)
+        rows = _rows(rng, p)
+        every += rows
         write_slice(iter([_batch(rows[:25]), _batch(rows[25:])]), tmp_path / f"partition-{p:04d}-000.{fmt}", fmt)
     stats, digest = manifest.scan(tmp_path, fmt)
-    assert digest == _reference([r for rows in files for r in rows])
+    assert digest == reference(every)
+    assert manifest.scan(tmp_path, fmt, version=1)[1] == reference_v1(every)  # older manifests still verify
     assert [(s.partition, s.rows, s.first_offset, s.last_offset, s.problems) for s in stats] == [
         (p, 61, p, 10_000, []) for p in range(3)
     ]
+    tasks = [manifest.facts(path, fmt) for path in manifest.data_files(tmp_path, fmt)]  # as the tasks find them
+    assert [t.as_json() for t in tasks] == [s.as_json() for s in stats]
+    assert manifest.combine(tmp_path, fmt, tasks) == digest
+
+
+@pytest.mark.parametrize("cuts", [[61], [1, 60], [20, 20, 21], [0, 30, 0, 31]])
+def test_the_content_digest_does_not_depend_on_how_partitions_are_cut_into_files(tmp_path, cuts):
+    rng = random.Random(11)
+    every = []
+    for p in (0, 2):
+        rows, start = _rows(rng, p), 0
+        every += rows
+        for i, n in enumerate(cuts):
+            write_slice(
+                iter([_batch(rows[start : start + n])] if n else []),
+                tmp_path / f"partition-{p:04d}-{i:03d}.parquet",
+                "parquet",
+            )
+            start += n
+    stats, digest = manifest.scan(tmp_path, "parquet")
+    assert digest == reference(every) and not [p for s in stats for p in s.problems]
+    tasks = [manifest.facts(path, "parquet") for path in manifest.data_files(tmp_path, "parquet")]
+    assert manifest.combine(tmp_path, "parquet", tasks) == digest
 
 
 def test_rows_out_of_order_or_of_two_partitions_are_named(tmp_path):
@@ -69,8 +86,76 @@ def test_rows_out_of_order_or_of_two_partitions_are_named(tmp_path):
     )
     write_slice(iter([_batch([(1, 2, None, b"d")])]), tmp_path / "b.parquet", "parquet")
     stats, _ = manifest.scan(tmp_path, "parquet")
+    tasks = [manifest.facts(path, "parquet") for path in manifest.data_files(tmp_path, "parquet")]
+    assert manifest.order_problems(tasks) == ["b.parquet: partition 1 offset 2 is out of order"]
     assert stats[0].problems == [
         "a.parquet: partition 0 offset 3 is out of order",
         "a.parquet: holds more than one partition",
     ]
     assert stats[1].problems == ["b.parquet: partition 1 offset 2 is out of order"]  # after the file before it
+
+
+def _append(path):
+    with path.open("ab") as f:
+        f.write(b"x")
+
+
+def _plan(partitions):
+    from ocigroup_cli.export.plan import PartitionRange, Plan, Slice
+
+    ranges = [PartitionRange(p, 0, None, 0, None, 0) for p in partitions]
+    return Plan({}, {"id": "s", "name": "s"}, 1, None, None, ranges, [Slice(p, 0, 0, None) for p in partitions])
+
+
+@pytest.mark.parametrize(
+    ("spoil", "says"),
+    [
+        (lambda d: _append(d / "partition-0001-000.parquet"), "changed after it was read back"),
+        (lambda d: (d / "partition-0001-000.parquet").unlink(), r"partition-0001-000\.parquet: missing"),
+        (lambda d: (d / "partition-0000-000.parquet").unlink(), r"partition-0000-000\.parquet: missing"),
+    ],
+)
+def test_the_manifest_takes_the_tasks_facts_only_for_the_files_as_they_are(tmp_path, spoil, says):
+    from ocigroup_cli.core.clock import SystemClock
+    from ocigroup_cli.errors import OcigroupError
+    from ocigroup_cli.export import job
+
+    rng = random.Random(3)
+
+    def write(partial):
+        written = []
+        for p in (0, 1):
+            path = partial / f"partition-{p:04d}-000.parquet"
+            write_slice(iter([_batch(_rows(rng, p)[:20])]), path, "parquet")
+            written.append(manifest.facts(path, "parquet"))
+        spoil(partial)
+        return written
+
+    out = tmp_path / "out"
+    with pytest.raises(OcigroupError, match=says):
+        job.run(write, _plan([0, 1]), job.Target(out, "parquet", "local[2]"), {}, SystemClock())
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_a_file_no_task_wrote_is_named(tmp_path):
+    from ocigroup_cli.errors import OcigroupError
+    from ocigroup_cli.export import job
+
+    rng = random.Random(5)
+    written = []
+    for p in (0, 1):
+        path = tmp_path / f"partition-{p:04d}-000.parquet"
+        write_slice(iter([_batch(_rows(rng, p)[:5])]), path, "parquet")
+        written.append(manifest.facts(path, "parquet"))
+    with pytest.raises(OcigroupError, match=r"partition-0001-000\.parquet: no task wrote it"):
+        job.build_manifest(_plan([0, 1]), job.Target(tmp_path / "o", "parquet", "x"), tmp_path, written[:1], {}, 0, 0)
+
+
+def test_a_file_of_large_values_is_read_back_a_few_rows_at_a_time(tmp_path):
+    rng = random.Random(9)
+    rows = [(0, i, None, rng.randbytes(MiB - 1024)) for i in range(40)]
+    path = tmp_path / "partition-0000-000.parquet"
+    write_slice(iter([_batch(rows[:30]), _batch(rows[30:])]), path, "parquet")
+    sizes = [batch.column("value").nbytes for batch in manifest.read_batches(path, "parquet")]
+    assert sum(sizes) > 39 * MiB and max(sizes) <= manifest.BATCH_BYTES + MiB  # 8,192 rows at a time: all 40 at once
+    assert manifest.facts(path, "parquet").rows == 40
