@@ -208,8 +208,8 @@ def combine(directory: Path, fmt: str, files: list[FileStats]) -> str:
     """The content digest from the files' facts (in name order): a partition in one file has its digest already;
     one cut into slices is read here, across its files."""
     parts = []
-    with_rows = [f for f in files if f.rows and f.partition is not None]
-    for partition, group in itertools.groupby(with_rows, key=lambda f: f.partition):
+    for partition, group in itertools.groupby([f for f in files if f.rows], key=lambda f: f.partition):
+        assert partition is not None  # a file with rows has a partition
         mine = list(group)
         if len(mine) == 1:
             digest = mine[0].rows_sha256
@@ -218,7 +218,7 @@ def combine(directory: Path, fmt: str, files: list[FileStats]) -> str:
             for st in mine:
                 read_facts(directory / st.name, fmt, (running,))
             digest = running.hexdigest()
-        parts.append((int(partition or 0), sum(f.rows for f in mine), digest))
+        parts.append((partition, sum(f.rows for f in mine), digest))
     return content_digest(parts)
 
 
