@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import signal
 import socket
 import threading
 
@@ -16,6 +17,12 @@ from ocigroup_cli import localhost
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from tests.helpers.cases import HYPOTHESIS_CASES
 from tests.helpers.service import ApiKey, Sdk, make_key, start_server
+
+# A run started in the background by a script (`make test &`, nohup) inherits SIGINT ignored, and so would every
+# process the tests start: Python then never raises KeyboardInterrupt, and the Ctrl-C tests would see exports
+# and tails run on to the end. A user's Ctrl-C reaches a foreground process, whose SIGINT is not ignored.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Hypothesis scale: "ci" (the default) keeps the property and state-machine tests to seconds; "full" runs
 # 10,000 examples per property (OCIGROUP_HYPOTHESIS_PROFILE=full, or OCIGROUP_FULL_SCALE=1 like the slow tests).
