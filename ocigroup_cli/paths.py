@@ -50,14 +50,17 @@ def state_writes(what: str) -> Iterator[None]:
         ) from None
 
 
-def replace_file(path: Path, text: str, make_parent: bool = True) -> None:
+def replace_file(path: Path, text: str, make_parent: bool = True, private: bool = False) -> None:
     """Write `text` to `path` at once: a reader sees the old file or the new one, never part of one (written to a
     hidden file of this process beside it, then renamed). Makes the directory unless `make_parent` is False (a
-    directory that its owner removed stays removed); raises OSError."""
+    directory that its owner removed stays removed); `private`: readable by its owner only, from the start.
+    Raises OSError."""
     if make_parent:
         path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
+    tmp.unlink(missing_ok=True)  # so that the mode below applies to a new file
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666), "w") as f:
+        f.write(text)
     tmp.replace(path)
 
 

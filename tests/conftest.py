@@ -104,7 +104,8 @@ def sdk(emulator, api_key) -> Sdk:
 @pytest.fixture(scope="session")
 def spark_engine(tmp_path_factory):
     """One warm Spark engine (a Spark Connect server, as exports use by default) for the whole run, in a state
-    directory of its own; stopped at the end. Skipped without Java or pyspark."""
+    directory of its own, started with proxy variables naming a dead port (as on a host behind a proxy); stopped
+    at the end. Skipped without Java or pyspark."""
     import shutil
 
     pytest.importorskip("pyspark")
@@ -114,7 +115,8 @@ def spark_engine(tmp_path_factory):
     from ocigroup_cli.export import spark as export_spark
 
     state = str(tmp_path_factory.mktemp("engine-state"))
-    with _state_dir(state):
+    dead = f"http://127.0.0.1:{localhost.free_port()}"  # the engine reaches its server directly, whatever the proxy
+    with _environ(OCIGROUP_STATE_DIR=state, https_proxy=dead, HTTPS_PROXY=dead, grpc_proxy=dead):
         started, _ = engine.ensure("local[2]", export_spark.java_command(), 120, "1g", SystemClock())
         active = engine.activity_path(started.key)
     stop = threading.Event()
@@ -127,7 +129,7 @@ def spark_engine(tmp_path_factory):
     thread.start()
     yield started
     stop.set()
-    with _state_dir(state):
+    with _environ(OCIGROUP_STATE_DIR=state):
         engine.stop(started, SystemClock())
 
 
@@ -142,13 +144,14 @@ def spark(spark_engine):
 
 
 @contextlib.contextmanager
-def _state_dir(path: str):
-    before = os.environ.get("OCIGROUP_STATE_DIR")
-    os.environ["OCIGROUP_STATE_DIR"] = path
+def _environ(**values: str):
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop("OCIGROUP_STATE_DIR", None)
-        else:
-            os.environ["OCIGROUP_STATE_DIR"] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -2,14 +2,16 @@
 session to the engine's server, instead of loading the Spark Connect client itself (pyspark, grpc and pandas:
 0.6 to 0.9 s of imports in every export, measured; see README, Benchmarks).
 
-One request per loopback TCP connection: a JSON line in, a JSON line out. While the job runs the connection
-stays open; when it closes before the answer (the export was interrupted, or killed with -9), the engine
-interrupts that export's job at once.
+One request per loopback TCP connection: a JSON line in, a JSON line out. Each request carries the engine's token
+(from its record, which only its owner can read): any user of the machine can connect to a loopback port. While
+the job runs the connection stays open; when it closes before the answer (the export was interrupted, or killed
+with -9), the engine interrupts that export's job at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import socket
 import socketserver
@@ -28,30 +30,31 @@ class JobFailed(Exception):
 # -- the export's side ---------------------------------------------------------------------------------------------
 
 
-def export(port: int, plan_json: str, fmt: str, directory: str, tag: str) -> list[FileStats]:
+def export(port: int, token: str, plan_json: str, fmt: str, directory: str, tag: str) -> list[FileStats]:
     """Run the export's job on the engine behind `port` and wait for it: the facts of the files written. Ctrl-C
     closes the connection, which interrupts the job."""
-    answer = _ask(port, {"op": "export", "plan": plan_json, "format": fmt, "directory": directory, "tag": tag})
+    request = {"op": "export", "plan": plan_json, "format": fmt, "directory": directory, "tag": tag}
+    answer = _ask(port, token, request)
     if "error" in answer:
         raise JobFailed(answer["error"])
     return [FileStats.from_wire(text) for text in answer["files"]]
 
 
-def interrupt(port: int, tag: str) -> None:
+def interrupt(port: int, token: str, tag: str) -> None:
     """Interrupt the job of the export tagged `tag` (one that was killed), if it still runs."""
-    _ask(port, {"op": "interrupt", "tag": tag}, timeout=10)
+    _ask(port, token, {"op": "interrupt", "tag": tag}, timeout=10)
 
 
-def running(port: int) -> int:
+def running(port: int, token: str) -> int:
     """How many exports the engine is running now."""
-    return int(_ask(port, {"op": "status"}, timeout=10)["running"])
+    return int(_ask(port, token, {"op": "status"}, timeout=10)["running"])
 
 
-def _ask(port: int, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+def _ask(port: int, token: str, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
             conn.settimeout(timeout)
-            conn.sendall(json.dumps(request).encode() + b"\n")
+            conn.sendall(json.dumps({**request, "token": token}).encode() + b"\n")
             line = conn.makefile("rb").readline()
     except OSError as exc:
         raise TransientError(
@@ -69,13 +72,14 @@ def _ask(port: int, request: dict[str, Any], timeout: float | None = None) -> di
 
 class Door(socketserver.ThreadingTCPServer):
     """Runs each export's job on `session` under the export's tag, in a thread of its own (a Spark Connect
-    client's tags belong to the thread that adds them); `used` hears when a job ends."""
+    client's tags belong to the thread that adds them); `used` hears when a job ends. A request without `token`
+    is refused."""
 
     daemon_threads = True
 
-    def __init__(self, session: Any, used: Callable[[], None]) -> None:
+    def __init__(self, session: Any, used: Callable[[], None], token: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.session, self.used = session, used
+        self.session, self.used, self.token = session, used, token
         self.lock = threading.Lock()
         self.jobs = 0
 
@@ -84,6 +88,8 @@ class Door(socketserver.ThreadingTCPServer):
         return int(self.server_address[1])
 
     def answer(self, request: dict[str, Any], connection: socket.socket) -> dict[str, Any]:
+        if not hmac.compare_digest(str(request.get("token", "")).encode(), self.token.encode()):
+            return {"error": "not this engine's token"}
         op = request.get("op")
         if op == "export":
             return self._export(request, connection)

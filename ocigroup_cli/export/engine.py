@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -27,7 +28,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,10 +55,12 @@ class Engine:
     log: str
     python: str  # the interpreter its Python workers run
     door: int = 0  # the port exports hand their jobs to (export/door.py); 0 in an older version's record
+    token: str = ""  # what the door and the Spark Connect server ask of a client (the record is its owner's only)
 
     @property
     def url(self) -> str:
-        return f"sc://127.0.0.1:{self.port}/;session_id={self.session_id}"
+        """The engine's Spark Connect session (gRPC sends a token only over TLS or to `localhost`)."""
+        return f"sc://localhost:{self.port}/;session_id={self.session_id};token={self.token}"
 
 
 def home() -> Path:
@@ -127,7 +130,7 @@ def exports_running(engine: Engine) -> int | None:
     from ocigroup_cli.export.door import running as jobs
 
     with contextlib.suppress(OcigroupError, ValueError, KeyError):
-        return jobs(engine.door)
+        return jobs(engine.door, engine.token)
     return None
 
 
@@ -241,19 +244,20 @@ def supervise(key: str, master: str, idle_s: float, memory: str, log: str) -> in
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stopping.set())
-    port = free_port()
+    port, token = free_port(), secrets.token_urlsafe(32)
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
-    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    # the server accepts only clients with the token: loopback ports are open to every user of the machine
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", SPARK_CONNECT_AUTHENTICATE_TOKEN=token)
     jvm = subprocess.Popen(_server_command(master, port, memory), env=env, preexec_fn=_die_with_parent)
     front: Door | None = None
     try:
         while not _answers(port):
             if jvm.poll() is not None or clock.wait(stopping, 0.25):
                 return 1
-        session_id = str(uuid.uuid4())
-        front = _open_door(f"sc://127.0.0.1:{port}/;session_id={session_id}", key)
-        engine = Engine(key, port, os.getpid(), session_id, master, log, sys.executable, front.port)
-        replace_file(_record(key), json.dumps(asdict(engine)))
+        engine = Engine(key, port, os.getpid(), str(uuid.uuid4()), master, log, sys.executable, token=token)
+        front = _open_door(engine)
+        engine = replace(engine, door=front.port)
+        replace_file(_record(key), json.dumps(asdict(engine)), private=True)
         touch(key)
         while not clock.wait(stopping, 1.0) and jvm.poll() is None:
             if not front.jobs and _idle_s(key, clock) > idle_s:
@@ -272,12 +276,12 @@ def supervise(key: str, master: str, idle_s: float, memory: str, log: str) -> in
                 jvm.kill()
 
 
-def _open_door(url: str, key: str) -> Door:
+def _open_door(engine: Engine) -> Door:
     """The supervisor's Spark Connect session to its server, behind a door that exports hand their jobs to."""
     from ocigroup_cli.export.door import Door
     from ocigroup_cli.export.spark import connect
 
-    front = Door(connect(url, ship=False), lambda: touch(key))
+    front = Door(connect(engine.url, ship=False), lambda: touch(engine.key), engine.token)
     threading.Thread(target=front.serve_forever, name="door", daemon=True).start()
     return front
 

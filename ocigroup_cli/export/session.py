@@ -56,7 +56,7 @@ class Spark:
     def interrupt(self, tag: str) -> None:
         """Stop the job of a killed run on a shared Spark (the warm engine; classic sessions die with their run)."""
         if self.engine is not None:
-            door.interrupt(self.engine.door, tag)
+            door.interrupt(self.engine.door, self.engine.token, tag)
         elif spark.is_connect(self.session):
             self.session.interruptTag(tag)
 
@@ -69,8 +69,8 @@ class Spark:
         where the Spark is shared)."""
         plan_json = plan.to_json()
         if self.engine is not None:  # closing the connection (Ctrl-C) interrupts the job
-            port = self.engine.door
-            yield lambda partial: door.export(port, plan_json, fmt, str(partial), tag)
+            port, token = self.engine.door, self.engine.token
+            yield lambda partial: door.export(port, token, plan_json, fmt, str(partial), tag)
             return
         connect = spark.is_connect(self.session)
         if connect:

@@ -15,10 +15,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
+from ocigroup_cli.client.transport import is_loopback
 from ocigroup_cli.errors import OcigroupError, TransientError, UsageError
 from ocigroup_cli.export import classcache
 from ocigroup_cli.export.classcache import ClassCache
@@ -230,14 +233,17 @@ SESSION_CONF = {  # what every export's session needs, set per session where the
 
 def connect(url: str, ship: bool) -> SparkSession:
     """A Spark Connect session at `url`, ready for exports; `ship`: send this package to the server first (its
-    Python workers must import it to read)."""
-    from pyspark.sql import SparkSession
-
+    Python workers must import it to read). A server on this machine is reached directly, whatever proxy the
+    environment names (gRPC honours `https_proxy` and `grpc_proxy`, even for loopback addresses)."""
     logging.getLogger("pyspark").setLevel(logging.CRITICAL)  # an interrupted call is ours to report, in one line
+    warnings.filterwarnings("ignore", module=r"pyspark\.")  # its retries' "RETRIES_EXCEEDED", say: ours too
+    from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.client.retries import DefaultPolicy
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+    direct = [("grpc.enable_http_proxy", 0)] if is_loopback(urlsplit(url).hostname or "") else []
     try:
-        session = SparkSession.builder.remote(url).getOrCreate()
+        session: Any = ConnectSession.builder.channelBuilder(DefaultChannelBuilder(url, direct)).create()
         # a server that is gone fails in seconds, not after the client's default 10 minutes of retries
         session.client.set_retry_policies([DefaultPolicy(max_retries=5, initial_backoff=100, max_backoff=2000)])
         for name, value in SESSION_CONF.items():
@@ -250,7 +256,7 @@ def connect(url: str, ship: bool) -> SparkSession:
             f"cannot use the Spark Connect server at {url.split('/;')[0]}: {first}",
             "is it running, and is its Spark version 4.0 or newer?",
         ) from None
-    return session
+    return cast("SparkSession", session)  # a Spark Connect session: the same interface
 
 
 def log_path() -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ocigroup_cli import localhost
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.emulator.faults import FaultPlan
 from ocigroup_cli.errors import ExitCode
@@ -57,7 +58,8 @@ def _finish(running: subprocess.Popen[bytes], timeout: float = 120) -> tuple[int
 
 
 def _remote(spark_engine) -> str:
-    return f"sc://127.0.0.1:{spark_engine.port}"
+    """The shared engine's Spark Connect server as a `--master` (it asks for its token)."""
+    return f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}"
 
 
 def test_sc_master_attaches_to_a_spark_connect_server_shipping_the_package(serve, spark_engine, tmp_path):
@@ -70,7 +72,8 @@ def test_sc_master_attaches_to_a_spark_connect_server_shipping_the_package(serve
     )
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["rows"] == 200 and doc["spark"]["connect"] == _remote(spark_engine)
+    assert doc["rows"] == 200 and doc["spark"]["connect"] == f"sc://localhost:{spark_engine.port}"
+    assert spark_engine.token not in out + err  # the token is never shown or kept
     assert doc["spark"]["master"] == "local[2]"  # the master the server runs on
     assert (
         proc.run(["--config", served.config, "export", "verify", str(tmp_path / "remote")], served.env).returncode == 0
@@ -161,9 +164,9 @@ def _interrupted_soon(spark_engine, how: str) -> None:
     from ocigroup_cli.export import door
 
     deadline = time.monotonic() + 1.5
-    while door.running(spark_engine.door) and time.monotonic() < deadline:
+    while door.running(spark_engine.door, spark_engine.token) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert door.running(spark_engine.door) == 0
+    assert door.running(spark_engine.door, spark_engine.token) == 0
 
 
 @pytest.mark.parametrize("how", ["sc", "warm"])
@@ -217,6 +220,8 @@ def _running(pid: int) -> bool:
 
 def test_the_warm_engine_starts_once_with_a_notice_is_reused_and_stops_on_request(serve, tmp_path):
     served = serve()
+    dead = f"http://127.0.0.1:{localhost.free_port()}"  # gRPC honours proxy variables, even for loopback
+    served.env.update(https_proxy=dead, HTTPS_PROXY=dead, http_proxy=dead, grpc_proxy=dead)
     served.sdk.put(served.sid, [(None, f"v{i}") for i in range(100)])
     args = ["--partition", "0-3", "--from-offset", "0", "--master", "local[2]"]
     notices = []
@@ -284,3 +289,32 @@ def test_a_warm_export_loads_no_spark_client(serve, spark_engine, tmp_path):
     assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr
     doc = json.loads(done.stdout)
     assert doc["rows"] == 40 and doc["spark"]["master"] == "local[2]"
+
+
+def test_the_engine_serves_only_clients_with_its_token(serve, spark_engine, tmp_path):
+    """Loopback ports are open to every user of the machine: the engine's door and its Spark Connect server ask for
+    the engine's token, which only the engine's owner can read, in its record."""
+    import stat
+
+    from ocigroup_cli.errors import TransientError
+    from ocigroup_cli.export import door, spark
+
+    record = Path(spark_engine.log).parent.parent / "engine" / f"{spark_engine.key}.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600 and spark_engine.token in record.read_text()
+    assert door._ask(spark_engine.door, "guessed", {"op": "status"}) == {"error": "not this engine's token"}
+    with pytest.raises(door.JobFailed, match="not this engine's token"):
+        door.export(spark_engine.door, "", "{}", "parquet", str(tmp_path), "ocigroup-export-guessed")
+    assert door.running(spark_engine.door, spark_engine.token) == 0
+    with pytest.raises(TransientError, match="cannot use the Spark Connect server"):
+        spark.connect(f"sc://127.0.0.1:{spark_engine.port}", ship=False)
+    served = serve()
+    served.sdk.put(served.sid, [(None, b"v")] * 8)
+    guessed = f"sc://localhost:{spark_engine.port}/;token=guessed"
+    code, out, err = _finish(
+        served.export(tmp_path / "g", "--partition", "0-3", "--from-offset", "0", "--master", guessed)
+    )
+    assert code == ExitCode.TRANSIENT and out == "" and not (tmp_path / "g").exists(), err
+    assert (
+        err.startswith("error: cannot use the Spark Connect server at sc://localhost:") and len(err.splitlines()) == 2
+    )
+    assert "guessed" not in err and "Warning" not in err
