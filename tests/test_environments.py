@@ -273,9 +273,9 @@ def test_another_state_directorys_emulator_is_not_taken_for_ours(tmp_path):
 
 def test_publish_splits_requests_and_checks_the_request_limit_up_front(served, tmp_path):
     env = clean_env(tmp_path / "state")
-    many = b"".join(b"q%07d\n" % i for i in range(30_000))  # 240 KB of short keyless values
+    many = b"".join(b"%06d\n" % i for i in range(200_000))  # `seq`: 1.2 MB of short values, 4.6 MB as JSON
     r = run(["--config", served, "publish", "-o", "json"], env, input=many)
-    assert r.returncode == 0 and len(json.loads(r.stdout)) == 30_000, r.stderr[-300:]
+    assert r.returncode == 0 and len(json.loads(r.stdout)) == 200_000, r.stderr[-300:]
     exactly = run(["--config", served, "publish", "-o", "json"], env, input=b"b" * MIB + b"\n")
     assert exactly.returncode == 0, exactly.stderr  # a 1 MiB value without a key fits one request
     keyed = run(["--config", served, "publish", "--key", "k"], env, input=b"b" * MIB + b"\n")

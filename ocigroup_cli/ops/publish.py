@@ -9,6 +9,8 @@ from ocigroup_cli.core.models import PutResult, StreamInfo
 from ocigroup_cli.errors import UsageError
 
 BATCH_BYTES = 900_000  # keys and values per request, well under the 1 MiB request limit
+BODY_BYTES = 1_500_000  # the request's JSON: base64 grows short values by more than a third, and each is framed
+FRAMING_BYTES = 32  # `{"key": "", "value": ""}, `: what one entry adds to the body beside its base64
 Entry = tuple[bytes | None, bytes]  # (key, value)
 
 
@@ -26,18 +28,25 @@ def check(messages: list[Entry]) -> None:
                 )
 
 
+def _body_bytes(key: bytes | None, value: bytes) -> int:
+    """What one message adds to a PutMessages body: its key and value in base64, and their framing."""
+    return FRAMING_BYTES + sum(4 * -(-len(part) // 3) for part in (key or b"", value))
+
+
 def publish(client: StreamingClient, stream: StreamInfo, messages: list[Entry]) -> list[PutResult]:
-    """Put `messages` (which passed `check`) in order; each request carries at most BATCH_BYTES, or one message
+    """Put `messages` (which passed `check`) in order; each request carries at most BATCH_BYTES of keys and values
+    and a body of at most BODY_BYTES (300,000 short lines would make a 1 MB request a 4 MB body), or one message
     when a single message is larger."""
     results: list[PutResult] = []
     batch: list[Entry] = []
-    size = 0
+    size = body = 0
     for key, value in messages:
-        if batch and size + len(value) + len(key or b"") > BATCH_BYTES:
+        data, framed = len(value) + len(key or b""), _body_bytes(key, value)
+        if batch and (size + data > BATCH_BYTES or body + framed > BODY_BYTES):
             results += client.put(stream, batch)
-            batch, size = [], 0
+            batch, size, body = [], 0, 0
         batch.append((key, value))
-        size += len(value) + len(key or b"")
+        size, body = size + data, body + framed
     if batch:
         results += client.put(stream, batch)
     return results
