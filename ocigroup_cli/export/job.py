@@ -165,6 +165,7 @@ def claim(out: Path, interrupt: Callable[[str], None] | None = None) -> Iterator
     """Sweep what killed runs left beside `out` (asking `interrupt` to stop their Spark jobs, which a shared
     engine would otherwise finish), then hold a new claim for this run; everything of it is removed at the end.
     The lock is taken on a private name and renamed into place, so no sweeper ever sees it unheld."""
+    out = out.absolute()  # the paths travel to Spark's workers, which run elsewhere (the warm engine's directory)
     sweep(out, interrupt)
     run_id = uuid.uuid4().hex[:12]
     mine = Claim(out.with_name(f"{out.name}.partial-{run_id}"), f"ocigroup-export-{run_id}")

@@ -162,6 +162,7 @@ def read_batches(plan: Plan, s: Slice, schema: pa.Schema | None = None) -> Itera
 
 
 def task_detail(text: str) -> str:
-    """The last line of a task's traceback text: the error itself, without the worker's stack."""
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else text
+    """The error itself from a failed task's text: its traceback's last line, without the worker's stack, the
+    JVM's (`at …`) or Spark's `SQLSTATE: …` trailer."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("SQLSTATE", "at "))]
+    return lines[-1] if lines else text

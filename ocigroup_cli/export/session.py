@@ -60,6 +60,11 @@ class Spark:
         elif spark.is_connect(self.session):
             self.session.interruptTag(tag)
 
+    @property
+    def log(self) -> Path:
+        """Where a failed job's details are: the warm engine's log, else this process's Spark log."""
+        return Path(self.engine.log) if self.engine is not None else spark.log_path()
+
     def meta(self, master: str, profile_name: str) -> dict[str, Any]:
         return spark.meta(self.session, self.engine.master if self.engine else master, profile_name)
 
@@ -140,7 +145,7 @@ def _export(used: Spark, plan: Plan, target: job.Target, clock: Clock, profile_n
             plan = replace(plan, progress=str(mine.progress))
             watching = _watching(mine.progress, len(plan.slices), clock, show)
             with watching, used.writer(plan, target.fmt, mine.tag) as write:
-                doc = job.run(write, plan, target, meta, clock, spark.log_path(), mine=mine, read=watching.read)
+                doc = job.run(write, plan, target, meta, clock, used.log, mine=mine, read=watching.read)
         done = True
         return Outcome(doc, used.cache)
     finally:

@@ -318,3 +318,14 @@ def test_the_engine_serves_only_clients_with_its_token(serve, spark_engine, tmp_
         err.startswith("error: cannot use the Spark Connect server at sc://localhost:") and len(err.splitlines()) == 2
     )
     assert "guessed" not in err and "Warning" not in err
+
+
+def test_a_relative_out_is_where_the_user_is_not_where_the_engine_runs(serve, spark_engine, tmp_path):
+    """README's own example (`--out audit-2024-05`): the engine's workers run in the engine's directory."""
+    served = serve()
+    served.sdk.put(served.sid, [(None, f"v{i}") for i in range(40)])
+    (tmp_path / "here").mkdir()
+    args = ["--partition", "0-3", "--from-offset", "0", *_how(served, spark_engine, "warm")]
+    code, out, err = _finish(served.export(Path("audit"), *args, cwd=tmp_path / "here"))
+    assert code == 0, err
+    assert json.loads(out)["rows"] == 40 and (tmp_path / "here" / "audit" / "manifest.json").is_file()

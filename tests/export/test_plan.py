@@ -85,3 +85,5 @@ def test_task_errors_cross_spark_as_text_and_come_back_as_the_same_error():
     assert isinstance(from_task_text(str(TaskError(OcigroupError("gone")))), OcigroupError)
     assert from_task_text("java.lang.OutOfMemoryError") is None
     assert task_detail("Traceback\n  File x\nValueError: boom\n\n") == "ValueError: boom"
+    spark_text = "[PYTHON_EXCEPTION] ...:\n  File x\nFileNotFoundError: [Errno 2] gone\n SQLSTATE: 38000\n\tat org.X"
+    assert task_detail(spark_text) == "FileNotFoundError: [Errno 2] gone"  # as a failed task's text ends
