@@ -60,7 +60,7 @@ def _loopback_only(self, address):
 def _isolate(monkeypatch, tmp_path):
     """No test reads the developer's environment or reaches beyond loopback."""
     for name in list(os.environ):
-        if name.startswith(("OCI_", "OCIGROUP_")):
+        if name.startswith(("OCI_", "OCIGROUP_")) or name.lower().endswith("_proxy"):  # tests set their own proxy
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("OCIGROUP_STATE_DIR", str(tmp_path / "state"))
