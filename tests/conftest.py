@@ -24,6 +24,11 @@ from tests.helpers.service import ApiKey, Sdk, make_key, start_server
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The developer's proxy variables would reach the session's fixtures (the oci SDK and gRPC honour them even for
+# loopback); tests that need a proxy set their own.
+for _name in [name for name in os.environ if name.lower().endswith("_proxy")]:
+    del os.environ[_name]
+
 # Hypothesis scale: "ci" (the default) keeps the property and state-machine tests to seconds; "full" runs
 # 10,000 examples per property (OCIGROUP_HYPOTHESIS_PROFILE=full, or OCIGROUP_FULL_SCALE=1 like the slow tests).
 # Tests that need a different count scale it from `settings.default.max_examples`.
