@@ -24,11 +24,15 @@ TENANCY, USER = "ocid1.tenancy.oc1..bench", "ocid1.user.oc1..bench"
 @dataclass
 class BenchEmulator:
     """`ocigroup emulator serve` on a free loopback port, a key it trusts, a profile `bench` for it, and a signed
-    transport straight to it (no retries, no client logic: what the emulator's own benchmark measures with)."""
+    transport straight to it (no retries, no client logic: what the emulator's own benchmark measures with).
+
+    Without `limits` the emulator runs with --no-rate-limits and the profile does not pace its requests: what is
+    measured is the tool itself. With `limits`, both keep the service's rates."""
 
     tmp: Path
     extra_args: tuple[str, ...] = ()
     group: str | None = None
+    limits: bool = False
     port: int = 0
     key_file: Path = field(init=False)
     fingerprint: str = field(init=False)
@@ -44,13 +48,15 @@ class BenchEmulator:
         self.port = free_port()
         log = self.tmp / "emulator.log"
         pub = self.tmp / "key_public.pem"
-        self.proc = local.spawn(self.port, str(self.tmp / "emu.db"), [pub], log, self.extra_args)
+        switch = () if self.limits else ("--no-rate-limits",)
+        self.proc = local.spawn(self.port, str(self.tmp / "emu.db"), [pub], log, (*self.extra_args, *switch))
         local.wait_until_up(self.proc, self.port, SystemClock(), log)
         profile = {
             "endpoint": self.url,
             "auth": {"method": "api_key", "key_file": str(self.key_file), "tenancy": TENANCY, "user": USER},
             "stream": {"name": "bench", "compartment": "ocid1.compartment.oc1..bench"},
             "deadline_s": 120,
+            "pace_requests": self.limits,
         }
         if self.group:
             profile["group"] = {"name": self.group}

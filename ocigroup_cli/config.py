@@ -70,6 +70,9 @@ SCHEMA: dict[str, Key] = {
     "endpoint": Key(str, None, "override the service endpoint (admin and messages), e.g. the emulator's URL"),
     "cert_bundle": Key(str, None, "PEM file of CA certificates to trust for HTTPS (else the system's)"),
     "deadline_s": Key((int, float), 30, "overall time limit for one command's requests, retries included", minimum=1),
+    "pace_requests": Key(
+        bool, True, "stay within the service's per-call rates (off only against an emulator run with --no-rate-limits)"
+    ),
     "auth.method": Key(str, "api_key", "how requests are signed", AUTH_METHODS),
     "auth.config_file": Key(str, "~/.oci/config", "OCI config file (oci_config and security_token methods)"),
     "auth.config_profile": Key(str, "DEFAULT", "profile inside the OCI config file"),
@@ -90,6 +93,12 @@ SCHEMA: dict[str, Key] = {
     "group.timeout_ms": Key(int, 30_000, "instance inactivity timeout before partitions are released", minimum=1000),
     "group.heartbeat_ms": Key(int, None, "heartbeat interval (default: timeout / 3)", minimum=100),
     "group.max_processing_s": Key((int, float), 300, "give partitions up when output stalls this long", minimum=1),
+    "group.on_data_loss": Key(
+        str,
+        "stop",
+        "tail, when messages left retention unread: stop (exit 6) or resume (move the group on)",
+        ("stop", "resume"),
+    ),
     "export.out": Key(str, None, "default export directory"),
     "export.format": Key(str, "parquet", "export file format", EXPORT_FORMATS),
     "export.master": Key(str, "local[*]", "Spark master URL"),
@@ -136,6 +145,7 @@ class GroupSettings:
     timeout_ms: int
     heartbeat_ms: int | None
     max_processing_s: float
+    on_data_loss: str
 
     def rules(self) -> Rules:
         """The instance's liveness rules: heartbeat_ms, else a third of the timeout."""
@@ -162,6 +172,7 @@ class Settings:
     endpoint: str | None
     cert_bundle: str | None
     deadline_s: float
+    pace_requests: bool
     auth: AuthSettings
     stream: StreamSettings
     group: GroupSettings

@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     INTERNAL = 3  # a bug: a crash log was written
     TRANSIENT = 4  # the service or network failed in a way that retrying may fix
     THRESHOLD = 5  # a --fail-on-* threshold was crossed (cron alerts)
+    DATA_LOST = 6  # messages left retention before the group read them: the group must be moved on (tail)
     INTERRUPTED = 130  # SIGINT / SIGTERM / closed output pipe
 
 
@@ -81,6 +82,22 @@ class BadRequest(ServiceError):
 
 class InvalidCursor(BadRequest):
     """400 for a request that carried a cursor: it expired, was forged, or belongs elsewhere."""
+
+
+class RetentionLost(InvalidCursor):
+    """400 "The cursor is outside the retention period": messages the cursor (or its group) had not read yet have
+    left the stream's retention. The group cannot read on until it is moved (UpdateGroup)."""
+
+
+class UnreservedCommit(InvalidCursor):
+    """400 "Trying to commit unreserved partition": a partition the cursor read from changed hands since (the
+    instance's reservation ran out). A rebalance, not a failure: the new owner reads it again."""
+
+
+class DataLost(OcigroupError):
+    """Messages left retention before the group read them, and the command stops instead of skipping them."""
+
+    exit_code = ExitCode.DATA_LOST
 
 
 class AuthFailed(ServiceError):

@@ -21,6 +21,7 @@ from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.ops import local
+from ocigroup_cli.ops.target import wait_active
 from reliability import REAL
 from reliability.history import Exit, Fault, Recorder, RunInfo, Sample, SlowPipe
 from reliability.load import Observer, Publisher, snapshot
@@ -190,7 +191,7 @@ def open_run(name: str, s: Setting, work: Path, seed: int, emulator_args: tuple[
     try:
         write_profile(profile, key, emulator.url, s)
         client = StreamingClient(resolve(str(profile), PROFILE, env={}), clock)
-        stream = client.get_stream(client.create_stream(GROUP, s.partitions, COMPARTMENT).id)
+        stream = wait_active(client, client.create_stream(GROUP, s.partitions, COMPARTMENT), 30)
         write_profile(profile, key, emulator.url, s, stream.id)
     except BaseException:
         emulator.stop()

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ocigroup_cli.core.timefmt import parse_rfc3339_ms
+from reliability import REAL
 from reliability.harness import GROUP, Run, Setting, close_run, drain_and_stop, open_run
 from reliability.history import Exit, History, Sample
 from reliability.load import Observer, Publisher
@@ -72,9 +74,13 @@ def resets(run: Run) -> None:
         traceback = b"Traceback" in done.stderr
         run.recorder.record(Exit(run.now(), f"reset-{i}", "reset", done.returncode, 0, traceback))
         if done.returncode == 0:
-            after = {int(r["partition"]): r["committed_after"] for r in json.loads(done.stdout)["result"]}
-            # in force from some moment during the command: stamp it with the start
-            run.recorder.record(Sample(t, [], [after.get(p) for p in range(run.stream.partitions)], "reset"))
+            record = json.loads(done.stdout)
+            after = {int(r["partition"]): r["committed_after"] for r in record["result"]}
+            # in force from the moment UpdateGroup was called (the record's executed_at, on the wall clock); the
+            # plan before it takes a while at the service's 5 requests a second
+            executed_ago = (REAL.time_ms() - parse_rfc3339_ms(record["executed_at"])) / 1000
+            applied = min(run.now(), max(t, run.now() - executed_ago))
+            run.recorder.record(Sample(applied, [], [after.get(p) for p in range(run.stream.partitions)], "reset"))
         run.fault("reset", t, run.now())
 
 

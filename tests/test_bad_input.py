@@ -20,7 +20,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 
 from ocigroup_cli.app import run
-from ocigroup_cli.core.clock import ManualClock, SystemClock
+from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.emulator.server import EmulatorServer
 from tests.helpers.service import ApiKey, Sdk, make_key, start_server
 
@@ -470,7 +470,7 @@ def ws(trusted) -> Path:
 @pytest.fixture(scope="module")
 def server(trusted):
     """One emulator for the module, with the stream `orders` (4 partitions) the good profile names."""
-    emulator = start_server(trusted, ManualClock(SystemClock().time_ms()))
+    emulator = start_server(trusted, SystemClock())  # real time: the service's rates count real seconds
     Sdk(emulator, trusted).stream(partitions=4, name="orders")
     yield emulator
     emulator.stop()
@@ -529,7 +529,7 @@ def test_bad_input_gives_one_clear_line(c: Case, ws, server, tmp_path, capsys, m
     if args[0] == "emulator":  # a case that starts serving would wait for a signal: fail instead
         monkeypatch.setattr(EmulatorServer, "start", lambda self: pytest.fail("the emulator started"))
     capsys.readouterr()
-    code = run(args, clock=ManualClock(SystemClock().time_ms()))
+    code = run(args)
     captured = capsys.readouterr()
     needles = tuple(expand(n, ws, tmp_path, server.url) for n in c.needles)
     assert_one_clear_error(code, captured.out, captured.err, c, needles)

@@ -11,8 +11,9 @@ from tests.helpers.service import write_config
 
 
 @pytest.fixture
-def term(sdk, api_key, tmp_path):
+def term(sdk, api_key, tmp_path, clock):
     sid = sdk.stream(partitions=2, name="orders")
+    clock.run(True)  # the commands run in real time, and so do the service's rates
     config = write_config(tmp_path, api_key, sdk.url, group__name="billing")
     env = proc.clean_env(tmp_path / "state", LANG="C.UTF-8")
     return sid, config, env
@@ -36,7 +37,7 @@ def _folded(screen: proc.Screen, start: str, next_column: str | None = None) -> 
 
 def test_profile_show_at_80_columns_shows_the_stream_ocid_whole(term, sdk):
     sid, config, env = term
-    screen = proc.on_pty(["--config", config, "--stream", sid, "profile", "show"], env, columns=80)
+    screen = proc.on_pty(["--config", config, "--stream", sid, "profile", "show"], env, columns=80, rows=40)
     assert screen.code == 0, screen.text
     assert _folded(screen, "ocid1.stream.", "flag --stream") == sid
 

@@ -19,7 +19,6 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ocigroup_cli.app import run
 from ocigroup_cli.client import signing, transport
-from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.emulator.auth import fingerprint
 from tests.emulator.test_server_process import serve
 from tests.helpers.service import ApiKey
@@ -119,7 +118,7 @@ def test_no_secret_in_output_logs_state_or_crash_files(
 
     def cli(name: str, expect: int, *args: str) -> None:
         capsys.readouterr()
-        code = run(["--config", config, "-v", *args], clock=ManualClock(SystemClock().time_ms()))
+        code = run(["--config", config, "-v", *args])
         captured = capsys.readouterr()
         outputs[name] = captured.out + captured.err
         assert code == expect, outputs[name]

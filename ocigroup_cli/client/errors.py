@@ -23,15 +23,22 @@ from ocigroup_cli.errors import (
     InvalidCursor,
     NotFound,
     OcigroupError,
+    RetentionLost,
     ServiceError,
     ServiceUnavailable,
     Throttled,
     TransientError,
+    UnreservedCommit,
 )
 
 RETRIABLE_CONFLICTS = ("IncorrectState", "LockConflict")
 NOT_TLS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
 _TUNNEL = re.compile(r"Tunnel connection failed: (\d{3})")
+_NEXT_IN = re.compile(r"next request can be made in (\d+) ?ms", re.IGNORECASE)
+# The service's own words for two refusals a consumer must tell apart (its error code names are not published;
+# both come as 400 on a request with a cursor).
+RETENTION_WORDS = "outside the retention period"
+UNRESERVED_WORDS = "unreserved partition"
 
 
 def retriable_status(status: int, code: str | None) -> bool:
@@ -57,6 +64,10 @@ def service_failure(
         )
     elif status == 404:
         kind, hint = NotFound, "check the stream, the group name and the endpoint of the profile"
+    elif status == 400 and with_cursor and RETENTION_WORDS in message.lower():
+        kind = RetentionLost
+    elif status == 400 and with_cursor and UNRESERVED_WORDS in message.lower():
+        kind = UnreservedCommit
     elif status == 400:
         kind = InvalidCursor if with_cursor else BadRequest
     elif status == 409:
@@ -110,9 +121,14 @@ def connection_failure(
     )
 
 
-def retry_after(headers: Any) -> float | None:
+def retry_after(headers: Any, message: str = "") -> float | None:
+    """Seconds the service asked us to wait: a Retry-After header, or the "next request can be made in N ms" its
+    429 answers say."""
     try:
         value = headers.get("retry-after") if headers is not None else None
-        return float(value) if value else None
+        if value:
+            return float(value)
     except (TypeError, ValueError):
-        return None
+        pass
+    said = _NEXT_IN.search(message)
+    return int(said.group(1)) / 1000 if said else None

@@ -11,7 +11,7 @@ import base64
 import http.client
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -19,6 +19,7 @@ from urllib.parse import quote
 from ocigroup_cli.client import tls
 from ocigroup_cli.client.auth import Credentials, credentials
 from ocigroup_cli.client.errors import connection_failure, retry_after, service_failure
+from ocigroup_cli.client.pacing import Pacer
 from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.transport import Response, Transport
 from ocigroup_cli.config import Profile
@@ -61,19 +62,22 @@ class StreamingClient:
         trace: Callable[[str], None] | None = None,
         rng: random.Random | None = None,
         creds: Credentials | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.profile = profile
         self.clock = clock
         self.trace = trace
         self.rng = rng or random.Random()
         self._creds = creds
+        # shared by clones: the service's rates count the whole process's requests
+        self.pacer = pacer or Pacer(clock, on=bool(profile.settings.pace_requests))
         self._transports: dict[str, Transport] = {}
         self.on_stream_missing: Callable[[], None] | None = None  # called on a 404 for a stream's own path
         self.waiting: Waiting | None = None  # the request in flight (read by a status display thread)
 
     def clone(self) -> StreamingClient:
         """Another client with the same profile and credentials but its own connections (one per thread)."""
-        return StreamingClient(self.profile, self.clock, self.trace, random.Random(), self.creds)
+        return StreamingClient(self.profile, self.clock, self.trace, random.Random(), self.creds, self.pacer)
 
     @property
     def creds(self) -> Credentials:
@@ -113,11 +117,14 @@ class StreamingClient:
         sign_body: bool = True,
         retry: bool = True,
         patient: Callable[[OcigroupError], None] | None = None,
+        budget: Hashable | None = None,
+        per_second: int | None = None,
     ) -> Response:
         """One API call with retries on throttling, 5xx and connection failures, within the profile's deadline.
 
         `patient`: no deadline; transient failures are retried until the service answers, and the callback hears
-        of the first one (a consumer waits an outage out: the one retry loop is this one)."""
+        of the first one (a consumer waits an outage out: the one retry loop is this one). `budget`: the service's
+        rate this call counts against; each attempt waits its turn in it first (client/pacing.py)."""
         deadline = backoff.Deadline(self.clock, math.inf if patient else float(self.profile.settings.deadline_s))
         transport = self._transport(endpoint)
         ends = deadline.start + deadline.seconds
@@ -125,6 +132,8 @@ class StreamingClient:
         try:
             attempt = 1
             while True:
+                if budget is not None:
+                    self.pacer.wait_turn(budget, per_second)
                 outcome = self._attempt(operation, transport, method, path, query, body, sign_body, deadline)
                 if isinstance(outcome, Response):
                     return outcome
@@ -181,12 +190,14 @@ class StreamingClient:
         if resp.status == 404 and stream_path and self.on_stream_missing is not None:
             self.on_stream_missing()
             failure.hint = "the stream's cached location was dropped; if it was recreated, run again"
-        return failure, retry_after(resp.headers)
+        return failure, retry_after(resp.headers, message)
 
     # -- admin ----------------------------------------------------------------------------------------------
 
     def get_stream(self, stream_id: str) -> StreamInfo:
-        resp = self.request("GetStream", self.admin_url, "GET", f"/streams/{quote(stream_id, safe='')}")
+        resp = self.request(
+            "GetStream", self.admin_url, "GET", f"/streams/{quote(stream_id, safe='')}", budget=("GetStream", stream_id)
+        )
         return stream_info(resp.json())
 
     def list_streams(self, compartment: str, name: str | None = None) -> list[StreamInfo]:
@@ -195,7 +206,9 @@ class StreamingClient:
         if name:
             query["name"] = name
         while True:
-            resp = self.request("ListStreams", self.admin_url, "GET", "/streams", dict(query))
+            resp = self.request(
+                "ListStreams", self.admin_url, "GET", "/streams", dict(query), budget=("ListStreams", compartment)
+            )
             out += [stream_info(s) for s in resp.json()]
             page = resp.headers.get("opc-next-page")
             if not page:
@@ -209,7 +222,15 @@ class StreamingClient:
             "compartmentId": compartment,
             "retentionInHours": retention_hours,
         }
-        resp = self.request("CreateStream", self.admin_url, "POST", "/streams", body=body, retry=False)
+        resp = self.request(
+            "CreateStream",
+            self.admin_url,
+            "POST",
+            "/streams",
+            body=body,
+            retry=False,
+            budget=("CreateStream", compartment),
+        )
         return stream_info(resp.json())
 
     # -- data plane -----------------------------------------------------------------------------------------
@@ -256,8 +277,18 @@ class StreamingClient:
             body["time"] = ms_to_rfc3339(time_ms)
         if timeout_ms is not None:
             body["timeoutInMs"] = timeout_ms
-        resp = self._data("CreateGroupCursor", stream, "POST", "groupCursors", body=body, patient=patient)
-        return str(resp.json()["value"])
+        resp = self._data(
+            "CreateGroupCursor",
+            stream,
+            "POST",
+            "groupCursors",
+            body=body,
+            patient=patient,
+            budget=("CreateGroupCursor", stream.id, group),
+        )
+        cursor = str(resp.json()["value"])
+        self.pacer.note(cursor, ("g", group))
+        return cursor
 
     def create_cursor(
         self, stream: StreamInfo, partition: int, kind: str, offset: int | None = None, time_ms: int | None = None
@@ -267,7 +298,10 @@ class StreamingClient:
             body["offset"] = offset
         if time_ms is not None:
             body["time"] = ms_to_rfc3339(time_ms)
-        return str(self._data("CreateCursor", stream, "POST", "cursors", body=body).json()["value"])
+        resp = self._data("CreateCursor", stream, "POST", "cursors", body=body, budget=("CreateCursor", stream.id))
+        cursor = str(resp.json()["value"])
+        self.pacer.note(cursor, ("p", partition))
+        return cursor
 
     def get_messages(
         self,
@@ -279,11 +313,18 @@ class StreamingClient:
         query: dict[str, Any] = {"cursor": cursor}
         if limit is not None:
             query["limit"] = limit
-        resp = self._data("GetMessages", stream, "GET", "messages", query=query, patient=patient)
+        budget = self.pacer.reads(stream.id, cursor)
+        resp = self._data(
+            "GetMessages", stream, "GET", "messages", query=query, patient=patient, budget=budget, per_second=5
+        )
         messages = [
             Message(int(m["partition"]), m["offset"], m["timestamp"], m.get("key"), m["value"]) for m in resp.json()
         ]
-        return messages, resp.headers["opc-next-cursor"]
+        following = resp.headers["opc-next-cursor"]
+        lane = self.pacer.lane(cursor)
+        if lane is not None:
+            self.pacer.note(following, lane)
+        return messages, following
 
     def first(self, stream: StreamInfo, cursor: str) -> Message | None:
         """The message `cursor` would read first, if there is one (a peek: the cursor is not kept)."""
@@ -291,20 +332,29 @@ class StreamingClient:
         return messages[0] if messages else None
 
     def heartbeat(self, stream: StreamInfo, cursor: str) -> str:
-        return str(
-            self._data("ConsumerHeartbeat", stream, "POST", "heartbeat", query={"cursor": cursor}).json()["value"]
-        )
+        return self._group_cursor_call("ConsumerHeartbeat", "heartbeat", stream, cursor)
 
     def commit(self, stream: StreamInfo, cursor: str) -> str:
-        return str(self._data("ConsumerCommit", stream, "POST", "commit", query={"cursor": cursor}).json()["value"])
+        return self._group_cursor_call("ConsumerCommit", "commit", stream, cursor)
+
+    def _group_cursor_call(self, operation: str, action: str, stream: StreamInfo, cursor: str) -> str:
+        lane = self.pacer.lane(cursor)
+        budget = (operation, stream.id, lane)
+        resp = self._data(operation, stream, "POST", action, query={"cursor": cursor}, budget=budget)
+        following = str(resp.json()["value"])
+        if lane is not None:
+            self.pacer.note(following, lane)
+        return following
 
     def get_group(self, stream: StreamInfo, group: str) -> list[Reservation]:
-        data = self._data("GetGroup", stream, "GET", f"groups/{quote(group, safe='')}").json()
+        data = self._data(
+            "GetGroup", stream, "GET", f"groups/{quote(group, safe='')}", budget=("GetGroup", stream.id, group)
+        ).json()
         return sorted(
             (
                 Reservation(
                     partition=int(r["partition"]),
-                    committed_offset=r.get("committedOffset"),
+                    committed_offset=_committed(r.get("committedOffset")),
                     instance=r.get("reservedInstance"),
                     reserved_until_ms=parse_rfc3339_ms(r["timeReservedUntil"]) if r.get("timeReservedUntil") else None,
                 )
@@ -317,4 +367,10 @@ class StreamingClient:
         body: dict[str, Any] = {"type": kind}
         if time_ms is not None:
             body["time"] = ms_to_rfc3339(time_ms)
-        self._data("UpdateGroup", stream, "PUT", f"groups/{quote(group, safe='')}", body=body)
+        path = f"groups/{quote(group, safe='')}"
+        self._data("UpdateGroup", stream, "PUT", path, body=body, budget=("UpdateGroup", stream.id, group))
+
+
+def _committed(value: Any) -> int | None:
+    """A committed offset as GetGroup reports it; -1 (seen on the service) and null both mean "nothing yet"."""
+    return None if value is None or int(value) < 0 else int(value)

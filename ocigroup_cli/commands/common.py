@@ -30,6 +30,14 @@ class Globals:
     clock: Clock = field(default_factory=SystemClock)
     spark: Any = None  # a running SparkSession to reuse (tests share one); None: export starts its own
 
+    def repeated(self) -> str:
+        """The global options this command was given, to repeat in a command shown to the user."""
+        import shlex
+
+        given = [("--config", self.config), ("--profile", self.profile)]
+        given += [(flag, value) for value, flag in self.overrides.values() if value is not None]
+        return "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in given if value is not None)
+
 
 def globals_of(ctx: typer.Context) -> Globals:
     root = ctx.find_root()

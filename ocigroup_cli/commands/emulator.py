@@ -33,7 +33,18 @@ TrustedKeys = Annotated[
 NoAuth = Annotated[bool, typer.Option("--no-auth", help="Accept unsigned requests (no verification).")]
 Dense = Annotated[bool, typer.Option(help="Give offsets with no gaps (the service leaves gaps).")]
 RateLimits = Annotated[
-    bool, typer.Option(help="Enforce OCI's 5 GET/s per group per partition and 1 MB/s writes (429).")
+    bool,
+    typer.Option(
+        "--rate-limits/--no-rate-limits",
+        help="The service's rates: 5 calls/s per operation, 5 GET/s per group per partition, 1 MB/s writes (429). "
+        "Off only for load tests.",
+    ),
+]
+Transition = Annotated[
+    int, typer.Option(help="How long a new stream stays CREATING (and a deleted one DELETING), in ms.", min=0)
+]
+MinusOne = Annotated[
+    bool, typer.Option(help="Report a partition never committed as committedOffset -1 (seen on the service).")
 ]
 Faults = Annotated[str, typer.Option(help="Inject faults, e.g. '429=0.05,503=0.02,drop=0.01,drop-after=0.01'.")]
 Latency = Annotated[float, typer.Option(help="Add this much latency to every request.", min=0)]
@@ -53,7 +64,9 @@ def serve(
     trusted_key: TrustedKeys = None,
     no_auth: NoAuth = False,
     dense_offsets: Dense = False,
-    rate_limits: RateLimits = False,
+    rate_limits: RateLimits = True,
+    transition_ms: Transition = 1000,
+    uncommitted_as_minus_one: MinusOne = False,
     faults: Faults = "",
     latency_ms: Latency = 0.0,
     seed: Seed = 0,
@@ -78,7 +91,12 @@ def serve(
         data=data or str(state_dir() / "emulator.db"),
         auth=not no_auth,
         trusted_keys=keys,
-        options=Options(dense_offsets=dense_offsets, rate_limits=rate_limits),
+        options=Options(
+            dense_offsets=dense_offsets,
+            rate_limits=rate_limits,
+            transition_ms=transition_ms,
+            uncommitted_as_minus_one=uncommitted_as_minus_one,
+        ),
         faults=_fault_plan(faults, latency_ms, seed),
         test_mode=test_mode,
         fsync=fsync,

@@ -42,9 +42,11 @@ def summary(view: GroupView) -> str:
     lag = lag_text(view.total_lag, any(p.lag_capped for p in view.partitions), view.total_at_most)
     spread = f"{b.expected_min}-{b.expected_max}" if b.expected_min != b.expected_max else f"{b.expected_max}"
     members = f"{len(b.instances)} member(s)" + (f" with {spread} partition(s) each" if b.instances else "")
+    lost = view.losses
+    loss = f", {len(lost)} partition(s) LOST (up to {sum(x.gone_at_most for x in lost):,} unread)" if lost else ""
     return (
         f"group {view.group} on {view.stream}: {view.state}, {members}, total lag {lag}, "
-        f"max time lag {human_duration(view.max_time_lag_s)} (at {view.at})"
+        f"max time lag {human_duration(view.max_time_lag_s)}{loss} (at {view.at})"
     )
 
 
@@ -55,7 +57,7 @@ def _table(view: GroupView) -> Table:
             p.partition,
             p.instance,
             None if p.seconds_left is None else human_duration(p.seconds_left),
-            p.committed_offset,
+            p.committed_offset if p.lost is None else f"{p.committed_offset} LOST",
             p.next_offset,
             _newest(p.newest_offset, p.newest_time, now),
             lag_text(p.lag_messages, p.lag_capped, p.lag_at_most),
@@ -66,7 +68,17 @@ def _table(view: GroupView) -> Table:
     return console.table(COLUMNS, rows, title=summary(view))
 
 
-def _balance_warnings(view: GroupView) -> None:
+def _balance_warnings(view: GroupView, options: str) -> None:
+    from ocigroup_cli.core.loss import resume_command
+
+    for x in view.losses:
+        console.warn(x.text())
+    if view.losses:
+        target = view.resume_target()
+        console.warn(
+            f"group {view.group} cannot read on until it is moved, skipping nothing still retained: "
+            f"{resume_command(view.group, target, options)}"
+        )
     b = view.balance
     if b.unowned:
         console.warn(f"partitions without a live owner: {', '.join(map(str, b.unowned))}")
@@ -137,6 +149,7 @@ def _held(view: GroupView) -> list[Held]:
             parse_rfc3339_ms(p.reserved_until) if p.reserved_until else None,
             p.committed_offset,
             p.lag_messages,
+            None if p.lost is None else p.lost.gone_at_most,
         )
         for p in view.partitions
     ]
@@ -177,7 +190,9 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
     return Group(*parts, Text(""))
 
 
-def _print(view: GroupView, health: Health | None, events: list[Event], out: str, watch: bool, brief: bool) -> None:
+def _print(
+    view: GroupView, health: Health | None, events: list[Event], out: str, watch: bool, brief: bool, options: str
+) -> None:
     """Off a terminal, or without --watch: events as notices (and, for JSON and YAML, as documents), then the
     snapshot (`brief`: the summary alone)."""
     for e in events:
@@ -193,7 +208,7 @@ def _print(view: GroupView, health: Health | None, events: list[Event], out: str
     if watch and out != "table":
         doc = {"event": "snapshot", **doc}
     console.emit(doc, out, lambda: _render(view, health), one_line=watch)
-    _balance_warnings(view)
+    _balance_warnings(view, options)
 
 
 def _look(
@@ -231,7 +246,7 @@ LagCap = Annotated[
 FailOnLag = Annotated[int | None, typer.Option(help="Exit 5 when the total message lag exceeds this.", min=0)]
 FailOnTimeLag = Annotated[str | None, typer.Option(help="Exit 5 when any partition's time lag exceeds this (e.g. 5m).")]
 HealthOpt = Annotated[
-    bool, typer.Option("--health", help="Judge each partition OK, LAGGING, STALLED, STOPPED or REWOUND.")
+    bool, typer.Option("--health", help="Judge each partition OK, LAGGING, REWOUND, STALLED, STOPPED or LOST.")
 ]
 HealthWindow = Annotated[str, typer.Option(help="Judge health over the samples of this last period (e.g. 10m).")]
 SummaryOpt = Annotated[
@@ -285,7 +300,7 @@ def inspect(
             if live is not None:
                 live.update(_screen(view, verdict, tracker.members(now), shown, now), refresh=True)
             else:
-                _print(view, verdict, events, out, watch, brief)
+                _print(view, verdict, events, out, watch, brief, g.repeated())
             if not watch or (iterations is not None and turn >= iterations):
                 break
             g.clock.sleep(wait_s)

@@ -13,7 +13,7 @@ import typer
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session
 from ocigroup_cli.delivery import Delivery
-from ocigroup_cli.errors import OcigroupError, OutputFailed, UsageError
+from ocigroup_cli.errors import OutputFailed, TransientError, UsageError
 
 ENCODINGS = ("utf8", "base64", "hex")
 
@@ -107,7 +107,8 @@ def publish(
     check(messages)
     Delivery.stdout()  # a closed stdout fails here, before anything is published, not after
     s = session(ctx, load_profile(ctx))
-    results = put_all(s.client, s.stream, messages)
+    published = put_all(s.client, s.stream, messages)
+    results = published.results
     failed = [r for r in results if r.error]
     data = [{"partition": r.partition, "offset": r.offset, "error": r.error} for r in results]
     try:
@@ -122,5 +123,13 @@ def publish(
             f"({exc.message.rstrip('.')})."
         )
         raise
+    if published.resent:
+        console.notice(
+            f"{published.resent} message(s) were sent again: partitions were over their write rate (1 MB/s each)"
+        )
     if failed:
-        raise OcigroupError(f"{len(failed)} of {len(results)} messages were not stored (see the error column).")
+        raise TransientError(
+            f"{len(failed)} of {len(results)} messages were not stored by the deadline (partitions over their write "
+            f"rate); the first not stored is message {published.first_missing()}, and none after it was sent.",
+            "publish again from that message, or raise deadline_s",
+        )

@@ -29,7 +29,7 @@ def _table(p: Plan) -> object:
             x.partition,
             x.instance,
             human_duration(p.expires_in_s[x.instance]) if x.instance in p.expires_in_s else None,
-            x.committed_offset,
+            x.committed_offset if x.lost is None else f"{x.committed_offset} LOST",
             x.resume_now if x.resume_now is not None else "end",
             x.resume_after if x.resume_after is not None else "end",
             count(x.replay, x),
@@ -83,6 +83,8 @@ def reset(
     s = session(ctx, profile)
     the_plan = plan(s.client, s.stream, name, target, g.clock.time_ms())
     out = fmt(ctx, output)
+    for x in the_plan.losses:  # what the group lost before this reset, whatever the reset does
+        console.warn(f"{x.text()}; after the reset it reads from offset {x.first_retained} at the earliest")
     if not execute:
         console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
         console.notice("dry run: nothing changed. Add --execute to apply this reset.")

@@ -41,9 +41,14 @@ def create(
     output: OutputOption = None,
     partitions: Annotated[int, typer.Option(help="Partition count (fixed once created).", min=1, max=200)] = 4,
     retention_hours: Annotated[int, typer.Option(help="Retention, 24-168 hours.", min=24, max=168)] = 24,
+    no_wait: Annotated[
+        bool,
+        typer.Option("--no-wait", help="Return at once, the stream still CREATING (the default waits for ACTIVE)."),
+    ] = False,
 ) -> None:
-    """Create a stream in the profile's compartment."""
+    """Create a stream in the profile's compartment, and wait until it is ACTIVE."""
     from ocigroup_cli.ops.streams import create_stream
 
-    created = create_stream(session(ctx, load_profile(ctx)), name, partitions, retention_hours)
+    s = session(ctx, load_profile(ctx))
+    created = create_stream(s, name, partitions, retention_hours, console.notice, wait=not no_wait)
     _emit_one(ctx, asdict(created), output)

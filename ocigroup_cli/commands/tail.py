@@ -6,7 +6,7 @@ import signal
 import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,10 +16,13 @@ from ocigroup_cli.commands.lines import ENCODINGS, FORMATS, LineSink, formatter
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import EARLIEST, Position, parse_position
 from ocigroup_cli.delivery import Delivery
-from ocigroup_cli.errors import Interrupted, ReaderGone, UsageError
+from ocigroup_cli.errors import DataLost, Interrupted, ReaderGone, UsageError
 
 if TYPE_CHECKING:
-    from ocigroup_cli.ops.tail import TailStats
+    from ocigroup_cli.commands.common import Globals
+    from ocigroup_cli.config import Profile
+    from ocigroup_cli.ops.session import Session
+    from ocigroup_cli.ops.tail import Tail, TailStats
 
 
 def _check_format(format_: str, encoding: str, template: str | None) -> None:
@@ -47,12 +50,16 @@ def _stopped(cause: str, stats: TailStats | None) -> Interrupted:
     """The exit message: what was delivered and committed, and what stays for the next reader."""
     if stats is None:
         return Interrupted(f"{cause}; nothing was committed.")
-    text = f"{cause}: {stats.written} message(s) delivered"
+    return Interrupted(f"{cause}: {_delivered(stats)}.")
+
+
+def _delivered(stats: TailStats) -> str:
+    text = f"{stats.written} message(s) delivered"
     failed = " (the last batch's commit failed: it will be read again)"
     text += failed if stats.final_commit_failed else " and committed"
     if stats.in_flight:
         text += f"; {stats.in_flight} not fully delivered stay uncommitted and will be read again"
-    return Interrupted(text + ".")
+    return text + "".join(f"; {move}" for move in stats.moves)
 
 
 FromOption = Annotated[str | None, typer.Option("--from", help="Where a NEW group starts: earliest, latest or a time.")]
@@ -73,6 +80,14 @@ JoinLiveOption = Annotated[
 PeekOption = Annotated[
     bool, typer.Option("--peek", help="Read from the committed offsets without joining or committing.")
 ]
+DataLossOption = Annotated[
+    str | None,
+    typer.Option(
+        "--on-data-loss",
+        help="When messages left retention before the group read them: stop (exit 6, the default) or resume "
+        "(move the group on, skipping nothing still retained). [profile: group.on_data_loss]",
+    ),
+]
 
 
 def tail(
@@ -89,49 +104,74 @@ def tail(
     commit_on_get: CommitOption = None,
     join_live: JoinLiveOption = False,
     peek_: PeekOption = False,
+    on_data_loss: DataLossOption = None,
 ) -> None:
     """Consume GROUP as one instance: heartbeats, commits after output, clean rebalances.
 
     Example: ocigroup tail billing --instance worker-1 --format json -n 100
     """
     _check_format(format_, encoding, template)
-    from ocigroup_cli.ops.groups import remember
-    from ocigroup_cli.ops.tail import Tail, TailOptions, live_others, peek
+    from ocigroup_cli.ops.peek import peek
 
     g = globals_of(ctx)
-    try:
-        start = EARLIEST if from_ is None else parse_position(from_, g.clock.time_ms())
-    except ValueError as exc:
-        raise UsageError(f"--from: {exc}.") from None
-    overrides = {"group.name": (group, "GROUP"), "group.instance": (instance, "--instance")}
-    profile = load_profile(ctx, **overrides, **{"group.commit_on_get": (commit_on_get, "--commit-on-get")})
+    start = _start(from_, g.clock.time_ms())
+    overrides = {
+        "group.name": (group, "GROUP"),
+        "group.instance": (instance, "--instance"),
+        "group.commit_on_get": (commit_on_get, "--commit-on-get"),
+        "group.on_data_loss": (on_data_loss, "--on-data-loss"),
+    }
+    profile = load_profile(ctx, **overrides)
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
-    me = profile.instance_name()
     s = session(ctx, profile)
     sink = LineSink(Delivery.stdout(), formatter(format_, encoding, template))
-    runner = None
+    runner: list[Tail] = []  # the instance, once it has joined (its figures are the exit message)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if peek_:
             peek(s.client, s.stream, name, sink, max_messages)
             return
-        others = live_others(s.client, s.stream, name, me, g.clock.time_ms())
-        if others is None:
-            _new_group_notice(s.stream.id, name, start, list(profile.file_groups))
-        _confirm_joining(name, others or [], join_live)
-        remember(s.stream.id, name)
         limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
-        options = TailOptions.of(profile.settings.group, name, me, start, **limits)
-        status = _status_line(g.clock) if console.STATUS.enabled() else None
-        runner = Tail(s.client, s.stream, options, g.clock, sink, console.notice, status)
-        stats = runner.run()
-        console.notice(f"tail stopped: {stats.written} message(s), {stats.rebalances} rebalance(s)")
+        runner.append(_instance(s, g, profile, name, start, sink, join_live, limits))
+        stats = runner[0].run()
+        console.notice(f"tail stopped: {_delivered(stats)}; {stats.rebalances} rebalance(s)")
+    except DataLost:  # say what was delivered before the loss stopped it
+        if runner:
+            console.notice(f"tail stopped: {_delivered(runner[0].stats)}")
+        raise
     except ReaderGone as exc:
-        raise _stopped(f"stopped, {exc.message}", runner.stats if runner else None) from None
+        raise _stopped(f"stopped, {exc.message}", runner[0].stats if runner else None) from None
     except KeyboardInterrupt:
-        raise _stopped("interrupted", runner.stats if runner else None) from None
+        raise _stopped("interrupted", runner[0].stats if runner else None) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _instance(
+    s: Session, g: Globals, profile: Profile, name: str, start: Position, sink: LineSink, join_live: bool,
+    limits: dict[str, Any],
+) -> Tail:  # fmt: skip
+    """The group instance this tail runs as, once it is clear that it may join (a new group, or live instances)."""
+    from ocigroup_cli.ops.groups import remember
+    from ocigroup_cli.ops.peek import live_others
+    from ocigroup_cli.ops.tail import Tail, TailOptions
+
+    me = profile.instance_name()
+    others = live_others(s.client, s.stream, name, me, g.clock.time_ms())
+    if others is None:
+        _new_group_notice(s.stream.id, name, start, list(profile.file_groups))
+    _confirm_joining(name, others or [], join_live)
+    remember(s.stream.id, name)
+    options = TailOptions.of(profile.settings.group, name, me, start, options=g.repeated(), **limits)
+    status = _status_line(g.clock) if console.STATUS.enabled() else None
+    return Tail(s.client, s.stream, options, g.clock, sink, console.notice, status)
+
+
+def _start(from_: str | None, now_ms: int) -> Position:
+    try:
+        return EARLIEST if from_ is None else parse_position(from_, now_ms)
+    except ValueError as exc:
+        raise UsageError(f"--from: {exc}.") from None
 
 
 def _new_group_notice(stream_id: str, group: str, start: Position, named: list[str]) -> None:

@@ -13,10 +13,13 @@ LAST_ATTEMPT_S = 0.25  # time kept for one last attempt before a deadline
 
 
 def delay(attempt: int, rng: random.Random, retry_after_s: float | None = None) -> float:
-    """Seconds to wait before retry number `attempt` (1-based): half fixed, half jitter; never below Retry-After."""
+    """Seconds to wait before retry number `attempt` (1-based): half fixed, half jitter; never below the wait the
+    service asked for, and past it by a jitter too (clients throttled together must not all come back at once)."""
     ceiling: float = min(CAP_S, BASE_S * 2.0 ** (attempt - 1))
     wait = ceiling / 2 + rng.uniform(0, ceiling / 2)
-    return float(max(wait, retry_after_s or 0.0))
+    if retry_after_s is None:
+        return wait
+    return float(max(wait, retry_after_s + rng.uniform(0, ceiling)))
 
 
 @dataclass

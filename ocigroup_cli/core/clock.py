@@ -47,14 +47,41 @@ class ManualClock:
     Threads that `wait` on it wake when someone moves the clock past their deadline, and moving it returns only
     once every thread woken that way has done its work and is waiting again (or has ended): a test that moves
     the clock in steps sees a heartbeat thread act at each step, in order, as it would in real time.
+
+    It can also be let run (`run(True)`): from where it was set, real time then passes on it too, so that a test
+    can build history in the past, set the clock to now and let processes go on in real time.
     """
 
     SETTLE_S = 5.0  # real seconds a move waits for woken threads at most (a thread stuck elsewhere)
 
     def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self._ms = start_ms
+        self._base_ms = start_ms
+        self._running_since: float | None = None  # time.monotonic() when it was let run
         self._cond = threading.Condition(threading.RLock())
         self._waiting: dict[threading.Thread, int] = {}  # thread -> deadline (ms)
+
+    @property
+    def _ms(self) -> int:
+        if self._running_since is None:
+            return self._base_ms
+        return self._base_ms + int((time.monotonic() - self._running_since) * 1000)
+
+    @_ms.setter
+    def _ms(self, value: int) -> None:
+        self._base_ms = value
+        if self._running_since is not None:
+            self._running_since = time.monotonic()
+
+    @property
+    def running(self) -> bool:
+        return self._running_since is not None
+
+    def run(self, on: bool) -> None:
+        """Let real time pass on the clock (True), or hold it where it is (False)."""
+        with self._cond:
+            now = self._ms
+            self._running_since = time.monotonic() if on else None
+            self._base_ms = now
 
     def time_ms(self) -> int:
         with self._cond:

@@ -1,6 +1,8 @@
 """A consumer-health verdict per partition, in the spirit of LinkedIn's Burrow, from a short history of samples.
 
 Rules, applied to one partition's samples inside the window (the newest sample is "now"); the first that holds:
+- LOST (ERROR): the committed offset has left the stream's retention: messages expired before the group read them,
+  and the service refuses the group's reads until it is moved (reset). Known from the live sample alone.
 - STOPPED (ERROR): messages wait and no live instance has held the partition in the last two samples or more
   of the window (an instance that died: its reservation ran out, and nobody took the partition over). The reason
   says how long at least, counted from the first sample without an owner, over the whole history kept.
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 
-VERDICTS = {"OK": 0, "LAGGING": 1, "REWOUND": 1, "STALLED": 2, "STOPPED": 2}
+VERDICTS = {"OK": 0, "LAGGING": 1, "REWOUND": 1, "STALLED": 2, "STOPPED": 2, "LOST": 2}
 SEVERITIES = ("OK", "WARN", "ERROR")
 
 
@@ -38,6 +40,7 @@ class Sample:
     capped: bool  # the count reached the cap: at least `lag`
     owner: str | None  # the live instance holding it, if any
     at_most: int | None = None  # past the cap, the upper bound the newest offset gave
+    lost: int | None = None  # the committed offset has left retention: at most this many messages were lost
 
     @property
     def estimate(self) -> int | None:
@@ -50,7 +53,7 @@ class Sample:
 @dataclass(frozen=True)
 class Verdict:
     partition: int
-    verdict: str  # OK, LAGGING, REWOUND, STALLED, STOPPED
+    verdict: str  # OK, LAGGING, REWOUND, STALLED, STOPPED, LOST
     reason: str
 
     @property
@@ -67,6 +70,13 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
     if not history:
         return Verdict(partition, "OK", "no samples")
     now = history[-1]
+    if now.lost is not None:
+        return Verdict(
+            partition,
+            "LOST",
+            f"committed offset {now.committed} has left retention: up to {now.lost:,} message(s) expired unread; "
+            "the group cannot read on until it is reset",
+        )
     window = [s for s in history if s.at_ms >= now.at_ms - window_ms]
     span = now.at_ms - window[0].at_ms
     if len(window) < 2 or span < min_span_ms or span <= 0:

@@ -61,6 +61,7 @@ class Position:
 
 
 EARLIEST = Position("TRIM_HORIZON")
+LATEST = Position("LATEST")
 
 
 def parse_position(text: str, now_ms: int) -> Position:

@@ -24,12 +24,13 @@ class Held:
     until_ms: int | None  # its reservation's end
     committed: int | None
     lag: int
+    lost: int | None = None  # its committed offset has left retention: at most this many messages were lost
 
 
 @dataclass(frozen=True)
 class Event:
     at_ms: int
-    kind: str  # join, move, silent, expired, stall, reset
+    kind: str  # join, move, silent, expired, stall, reset, lost
     text: str
 
     def to_json(self) -> dict[str, object]:
@@ -55,6 +56,7 @@ class Watch:
     _silent: set[str] = field(default_factory=set)
     _still_since: dict[int, int] = field(default_factory=dict)  # committed unchanged while lag > 0, since
     _stalled: set[int] = field(default_factory=set)
+    _lost: set[int] = field(default_factory=set)
 
     def sample(self, now_ms: int, held: list[Held]) -> list[Event]:
         """Take one sample; the events since the previous one."""
@@ -62,7 +64,25 @@ class Watch:
         events = [] if first else self._moves(now_ms, held)
         events += self._heartbeats(now_ms, held, first)
         events += self._commits(now_ms, held, first)
+        events += self._losses(now_ms, held, first)
         self._held = {h.partition: h for h in held}
+        return events
+
+    def _losses(self, now_ms: int, held: list[Held], first: bool) -> list[Event]:
+        """A partition whose committed offset leaves retention (and one that is readable again after a reset);
+        the first sample shows its losses in the table, not as events."""
+        events = []
+        for h in held:
+            if h.lost is not None and h.partition not in self._lost:
+                self._lost.add(h.partition)
+                if first:
+                    continue
+                gone = f"up to {h.lost:,} unread"
+                text = f"partition {h.partition}: LOST, committed offset {h.committed} left retention ({gone})"
+                events.append(Event(now_ms, "lost", text))
+            elif h.lost is None and h.partition in self._lost:
+                self._lost.discard(h.partition)
+                events.append(Event(now_ms, "found", f"partition {h.partition}: readable again (the group was moved)"))
         return events
 
     def members(self, now_ms: int) -> list[Member]:

@@ -17,6 +17,8 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.INTERNAL: "Internal error (a bug): one line on stderr, details in the crash log (see FILES).",
     ExitCode.TRANSIENT: "Transient service or network failure; retrying may succeed.",
     ExitCode.THRESHOLD: "A --fail-on-* threshold of inspect was crossed (for cron alerts).",
+    ExitCode.DATA_LOST: "tail: messages left the stream's retention before the group read them; the group must be "
+    "moved on (the error names the reset command), or run tail with --on-data-loss resume.",
     ExitCode.INTERRUPTED: "Interrupted by SIGINT or SIGTERM, or the output pipe was closed; "
     "tail stops cleanly and commits only what it wrote.",
 }

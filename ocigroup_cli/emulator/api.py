@@ -83,7 +83,14 @@ class Api:
 
     def handle(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
         given = headers("opc-request-id")
-        request_id = given[0] if given and len(given[0]) <= 98 else uuid.uuid4().hex.upper()
+        # as the service answers: the client's id (or one made up) followed by two of its own
+        request_id = "/".join(
+            [
+                given[0] if given and len(given[0]) <= 98 else uuid.uuid4().hex.upper(),
+                uuid.uuid4().hex,
+                uuid.uuid4().hex,
+            ]
+        )
         try:
             response = self._route(method, target, headers, body)
         except ServiceError as exc:
@@ -116,22 +123,18 @@ class Api:
         if self.verifier is not None:
             self.verifier.verify(method, target, headers, body, body_unsigned=is_put)
         b = self.backend
+        if parts[0] == "workRequests" and len(parts) <= 2 and method == "GET":
+            return self._work_requests(parts, query)
         if parts[0] != "streams" or (len(parts) > 1 and not parts[1]):
             raise self._no_api(method, path)
         if len(parts) == 1:
-            if method == "POST":
-                return self._json(b.create_stream(_json_body(body)))
-            if method == "GET":
-                items, next_page = b.list_streams(query)
-                return self._json(items, {"opc-next-page": next_page} if next_page else {})
-            raise self._no_method(method, path)
+            return self._streams(method, path, query, body)
         stream_id = unquote(parts[1])
         if len(parts) == 2:
             if method == "GET":
                 return self._json(b.get_stream(stream_id), {"etag": stream_id[-16:]})
             if method == "DELETE":
-                b.delete_stream(stream_id)
-                return Response(204)
+                return Response(202, b"", {"opc-work-request-id": b.delete_stream(stream_id)})
             raise self._no_method(method, path)
         action = parts[2]
         rest = parts[3] if len(parts) == 4 else ""
@@ -141,7 +144,7 @@ class Api:
                 return self._json(b.get_group(stream_id, group))
             if method == "PUT":
                 b.update_group(stream_id, group, _json_body(body))
-                return Response(200, b"")
+                return Response(204)
             raise self._no_method(method, path)
         if rest:
             raise self._no_api(method, path)
@@ -160,6 +163,23 @@ class Api:
         if route == ("POST", "heartbeat"):
             return self._json(b.consumer_heartbeat(stream_id, self._cursor(query)))
         raise self._no_api(method, path)
+
+    def _streams(self, method: str, path: str, query: dict[str, str], body: bytes) -> Response:
+        """CreateStream (the stream CREATING, and its work request) and ListStreams."""
+        if method == "POST":
+            created, work = self.backend.create_stream(_json_body(body))
+            return self._json(created, {"opc-work-request-id": work})
+        if method == "GET":
+            items, next_page = self.backend.list_streams(query)
+            return self._json(items, {"opc-next-page": next_page} if next_page else {})
+        raise self._no_method(method, path)
+
+    def _work_requests(self, parts: list[str], query: dict[str, str]) -> Response:
+        """GetWorkRequest and ListWorkRequests (what the SDK's and the oci CLI's waiters poll)."""
+        if len(parts) == 2 and parts[1]:
+            return self._json(self.backend.get_work_request(unquote(parts[1])))
+        collection, following = self.backend.list_work_requests(query)
+        return self._json(collection, {"opc-next-page": following} if following else {})
 
     def _admin(self, method: str, path: str, body: bytes) -> Response:
         if (method, path) == ("GET", "/health"):  # who answers: `emulator status/stop` go by this, not by a record
@@ -182,7 +202,9 @@ class Api:
                 clock.advance_ms(int(request.get("advanceMs", 0)))
             except (TypeError, ValueError):
                 raise invalid("'setMs' and 'advanceMs' must be integers (milliseconds).") from None
-            return self._json({"nowMs": clock.time_ms()})
+            if "running" in request:  # let time run from where it was set (real seconds pass as service seconds)
+                clock.run(bool(request["running"]))
+            return self._json({"nowMs": clock.time_ms(), "running": clock.running})
         raise ServiceError(404, "NotFound", f"No such admin API: {method} {path}")
 
     @staticmethod

@@ -18,7 +18,14 @@ from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.emulator import groups, log, validate
 from ocigroup_cli.emulator.cursors import CursorCodec, GroupCursor, PartitionCursor
-from ocigroup_cli.emulator.errors import ServiceError, invalid, limit_exceeded, not_found, too_many_requests
+from ocigroup_cli.emulator.errors import (
+    ServiceError,
+    invalid,
+    limit_exceeded,
+    not_found,
+    retention_lost,
+    too_many_requests,
+)
 from ocigroup_cli.emulator.limits import (
     DEFAULT_READ_BUDGET_BYTES,
     MAX_GROUPS_PER_STREAM,
@@ -28,7 +35,7 @@ from ocigroup_cli.emulator.limits import (
     RateLimiter,
 )
 from ocigroup_cli.emulator.store import Store
-from ocigroup_cli.emulator.streams import StreamRow, Streams
+from ocigroup_cli.emulator.streams import DEFAULT_TRANSITION_MS, StreamRow, Streams
 
 GROUP_TYPES = ("AT_TIME", "LATEST", "TRIM_HORIZON")
 CURSOR_TYPES = ("AFTER_OFFSET", "AT_OFFSET", "AT_TIME", "LATEST", "TRIM_HORIZON")
@@ -39,8 +46,10 @@ DEFAULT_TIMEOUT_MS = 30_000
 class Options:
     region: str = "us-ashburn-1"
     dense_offsets: bool = False
-    rate_limits: bool = False
+    rate_limits: bool = True  # the service's: off only for load tests and benchmarks of the tool itself
     read_budget_bytes: int = DEFAULT_READ_BUDGET_BYTES
+    transition_ms: int = DEFAULT_TRANSITION_MS  # how long a stream is CREATING (or DELETING)
+    uncommitted_as_minus_one: bool = False  # GetGroup's committedOffset for "never committed": -1, as in 2018's traffic
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,8 @@ class Messages:
 
 class Backend(Streams):
     def __init__(self, store: Store, clock: Clock, options: Options | None = None, endpoint: str = "") -> None:
-        super().__init__(store, clock, options.region if options else Options.region, endpoint)
         self.options = options or Options()
+        super().__init__(store, clock, self.options.region, endpoint, self.options.transition_ms)
         self.cursors = CursorCodec(store.meta_secret("cursor-secret", secrets.token_bytes(32)))
         self.rates = RateLimiter()
 
@@ -76,10 +85,9 @@ class Backend(Streams):
             if value_size > MAX_VALUE_BYTES:
                 raise invalid(f"messages[{i}].value is {value_size} bytes; the limit is {MAX_VALUE_BYTES} (1 MiB).")
             key = item.get("key")
-            if key is None:  # the service generates a key when none is given; the request did not carry it
-                raw_key = uuid.uuid4().hex.encode("ascii")
-                key = base64.b64encode(raw_key).decode("ascii")
-                key_size = len(raw_key)
+            if key is None:  # placed as if by a key the service made up, and read back with no key, as on the service
+                raw_key = uuid.uuid4().bytes
+                key_size = 0
                 total += value_size
             else:
                 key_size = validate.b64_size(key, f"messages[{i}].key")
@@ -97,13 +105,10 @@ class Backend(Streams):
             by_partition: dict[int, list[int]] = defaultdict(list)
             for i, (raw_key, *_rest) in enumerate(parsed):
                 by_partition[log.partition_for_key(raw_key, stream.partitions)].append(i)
-            if self.options.rate_limits:
-                for p, idx in by_partition.items():
-                    if not self.rates.allow_write(stream_id, p, sum(parsed[i][3] for i in idx), now):
-                        raise too_many_requests(f"Partition {p} is over its 1 MB/s write limit; retry later.")
             results: list[dict[str, Any]] = [{} for _ in parsed]
+            stored = self._within_write_rate(stream_id, by_partition, parsed, results, now)
             cutoff = log.retention_cutoff(now, stream.retention_hours)
-            for p, idx in sorted(by_partition.items()):
+            for p, idx in sorted(stored.items()):
                 log.purge_expired(db, stream.sk, p, cutoff)
                 entries = [(parsed[i][1], parsed[i][2], parsed[i][3]) for i in idx]
                 for i, done in zip(
@@ -116,12 +121,46 @@ class Backend(Streams):
                         "offset": done.offset,
                         "timestamp": ms_to_rfc3339(done.ts_ms),
                     }
-        return {"failures": 0, "entries": results}
+        failures = sum(1 for r in results if "error" in r)
+        return {"failures": failures, "entries": results}
+
+    def _within_write_rate(
+        self,
+        stream_id: str,
+        by_partition: dict[int, list[int]],
+        parsed: list[tuple[bytes, str | None, str, int]],
+        results: list[dict[str, Any]],
+        now: int,
+    ) -> dict[int, list[int]]:
+        """The entries each partition takes within its write rate: a prefix, so that what fails comes after what is
+        stored and a producer that sends the failed ones again keeps each key's order. The others are marked failed
+        in `results`, as the service does (200 with `failures`); a request of which nothing fits is refused (429)."""
+        if not self.options.rate_limits:
+            return by_partition
+        stored: dict[int, list[int]] = {}
+        for p, idx in by_partition.items():
+            budget, taken = self.rates.write_budget(stream_id, p, now), 0
+            fits = 0
+            while fits < len(idx) and taken + parsed[idx[fits]][3] <= budget:
+                taken += parsed[idx[fits]][3]
+                fits += 1
+            if fits:
+                stored[p] = idx[:fits]
+                self.rates.spend_write(stream_id, p, taken, now)
+            for i in idx[fits:]:
+                results[i] = {
+                    "error": "TooManyRequests",
+                    "errorMessage": f"Partition {p} is over its write rate of 1 MB/s; the message was not stored.",
+                }
+        if not stored:
+            raise too_many_requests("every partition of this request is over its write rate of 1 MB/s", 1000)
+        return stored
 
     def create_cursor(self, stream_id: str, body: Any) -> dict[str, str]:
         body = validate.body_object(body)
         kind = validate.choice(body, "type", CURSOR_TYPES, required=True)
         now = self.clock.time_ms()
+        self._limit(now, "CreateCursor", stream_id)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             p = validate.partition_id(body.get("partition"), stream.partitions)
@@ -155,7 +194,8 @@ class Backend(Streams):
                 next_offset = rows[-1].offset + 1 if rows else cursor.offset
                 token = self.cursors.encode(replace(cursor, offset=next_offset, issued_ms=now))
                 return Messages(stream.name, rows, token)
-            slots = self._join(db, stream, cursor, now)
+            # with manual commits a read does not renew the instance's reservations: commits and heartbeats do
+            slots = self._join(db, stream, cursor, now, renew=cursor.commit_on_get)
             if cursor.commit_on_get:
                 slots = groups.commit(db, stream.sk, cursor.group, cursor.instance, slots, cursor.delivered)
             mine = sorted(p for p, s in slots.items() if s.owner == cursor.instance)
@@ -164,7 +204,9 @@ class Backend(Streams):
                 mine = mine[turn:] + mine[:turn]
             self._check_read_rate(stream_id, cursor.group, mine, now)
             positions = self._positions(cursor, slots)
-            delivered = {} if cursor.commit_on_get else self._still_valid(cursor.delivered, cursor.instance, slots)
+            if any(log.lost_at(db, stream.sk, p, positions[p][1], cutoff) for p in mine):
+                raise retention_lost()
+            delivered = {} if cursor.commit_on_get else self._carried(cursor.delivered, cursor.instance, slots)
             rows = []
             for p in mine:
                 if len(rows) >= max_count or budget <= 0:
@@ -190,6 +232,7 @@ class Backend(Streams):
         commit_on_get = validate.boolean(body, "commitOnGet", True)
         assert group is not None and kind is not None and timeout is not None
         now = self.clock.time_ms()
+        self._limit(now, "CreateGroupCursor", stream_id, group)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             retention = stream.retention_hours * log.HOUR_MS
@@ -216,28 +259,31 @@ class Backend(Streams):
         cursor = self.cursors.decode(token, stream_id, now)
         if not isinstance(cursor, GroupCursor):
             raise invalid("This operation needs a group cursor (from CreateGroupCursor), not a partition cursor.")
+        self._limit(now, "ConsumerCommit" if commit else "ConsumerHeartbeat", stream_id, cursor.group)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             slots = self._join(db, stream, cursor, now)
             if commit:
                 slots = groups.commit(db, stream.sk, cursor.group, cursor.instance, slots, cursor.delivered)
-            delivered = {} if commit else self._still_valid(cursor.delivered, cursor.instance, slots)
+            delivered = {} if commit else self._carried(cursor.delivered, cursor.instance, slots)
         nxt = replace(cursor, issued_ms=now, positions=self._positions(cursor, slots), delivered=delivered)
         return {"value": self.cursors.encode(nxt)}
 
     def get_group(self, stream_id: str, group: str) -> dict[str, Any]:
         now = self.clock.time_ms()
+        self._limit(now, "GetGroup", stream_id, group)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             self._existing_group(db, stream, group, now)
             slots = groups.rebalance(db, stream.sk, group, now)
+        never = -1 if self.options.uncommitted_as_minus_one else None
         return {
             "streamId": stream_id,
             "groupName": group,
             "reservations": [
                 {
                     "partition": str(p),
-                    "committedOffset": s.committed,
+                    "committedOffset": never if s.committed is None else s.committed,
                     "reservedInstance": s.owner,
                     "timeReservedUntil": None if s.reserved_until_ms is None else ms_to_rfc3339(s.reserved_until_ms),
                 }
@@ -254,6 +300,7 @@ class Backend(Streams):
                 raise invalid("UpdateGroup needs 'type' (TRIM_HORIZON, LATEST or AT_TIME).")
             kind = "AT_TIME"
         now = self.clock.time_ms()
+        self._limit(now, "UpdateGroup", stream_id, group)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             self._existing_group(db, stream, group, now)
@@ -277,12 +324,15 @@ class Backend(Streams):
         if not groups.group_exists(db, stream.sk, group, now, stream.retention_hours * log.HOUR_MS):
             raise not_found(f"Consumer group {group!r} does not exist on this stream (or expired unused).")
 
-    def _join(self, db: sqlite3.Connection, stream: StreamRow, cursor: GroupCursor, now: int) -> dict[int, groups.Slot]:
-        """Record the instance's activity and run the rebalance check."""
+    def _join(
+        self, db: sqlite3.Connection, stream: StreamRow, cursor: GroupCursor, now: int, renew: bool = True
+    ) -> dict[int, groups.Slot]:
+        """Record the instance's activity (`renew`: it extends the reservations) and run the rebalance check."""
         self._existing_group(db, stream, cursor.group, now)
-        groups.touch_instance(
-            db, stream.sk, cursor.group, cursor.instance, cursor.timeout_ms, cursor.commit_on_get, now
-        )
+        if renew or not groups.is_member(db, stream.sk, cursor.group, cursor.instance):
+            groups.touch_instance(
+                db, stream.sk, cursor.group, cursor.instance, cursor.timeout_ms, cursor.commit_on_get, now
+            )
         groups.touch_group(db, stream.sk, cursor.group, now)
         return groups.rebalance(db, stream.sk, cursor.group, now)
 
@@ -300,23 +350,48 @@ class Backend(Streams):
         return out
 
     @staticmethod
-    def _still_valid(
+    def _carried(
         delivered: dict[int, tuple[int, int]], instance: str, slots: dict[int, groups.Slot]
     ) -> dict[int, tuple[int, int]]:
+        """What a manual-commit cursor still owes a commit: reads from before a reset of the group no longer count;
+        a partition that moved stays, so that the commit is refused as the service refuses it."""
         return {
-            p: v for p, v in delivered.items() if p in slots and slots[p].owner == instance and slots[p].epoch == v[0]
+            p: v
+            for p, v in delivered.items()
+            if not groups.held_throughout(slots.get(p), instance, v[0]) or slots[p].epoch == v[0]
         }
+
+    def _limit(self, now: int, operation: str, *scope: str) -> None:
+        """429 when `operation` is over its 5 requests per second in `scope`."""
+        if self.options.rate_limits and (wait := self.rates.wait_ms((operation, *scope), now)):
+            raise too_many_requests(f"more than 5 {operation} requests per second", wait)
 
     def _check_read_rate(self, stream_id: str, group: str, partitions: list[int], now: int) -> None:
         if not self.options.rate_limits:
             return
-        for p in partitions:
-            if not self.rates.allow_get(stream_id, group, p, now):
-                raise too_many_requests(
-                    f"More than 5 GetMessages per second for partition {p}"
-                    + (f" by group {group!r}" if group else "")
-                    + "; slow down."
-                )
+        wait, p = self.rates.wait_get_ms(stream_id, group, partitions, now)
+        if wait:
+            by = f" by group {group!r}" if group else ""
+            raise too_many_requests(f"more than 5 GetMessages per second on partition {p}{by}", wait)
+
+    # -- admin: the stream calls count against their own rates ---------------------------------------------
+
+    def create_stream(self, body: Any) -> tuple[dict[str, Any], str]:
+        compartment = body.get("compartmentId") or body.get("streamPoolId") if isinstance(body, dict) else None
+        self._limit(self.clock.time_ms(), "CreateStream", str(compartment))
+        return super().create_stream(body)
+
+    def get_stream(self, stream_id: str) -> dict[str, Any]:
+        self._limit(self.clock.time_ms(), "GetStream", stream_id)
+        return super().get_stream(stream_id)
+
+    def list_streams(self, query: dict[str, str]) -> tuple[list[dict[str, Any]], str | None]:
+        self._limit(self.clock.time_ms(), "ListStreams", query.get("compartmentId") or query.get("streamPoolId", ""))
+        return super().list_streams(query)
+
+    def delete_stream(self, stream_id: str) -> str:
+        self._limit(self.clock.time_ms(), "DeleteStream", stream_id)
+        return super().delete_stream(stream_id)
 
 
 __all__ = ["Backend", "Messages", "Options", "ServiceError"]

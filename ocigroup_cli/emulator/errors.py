@@ -32,5 +32,21 @@ def not_authenticated(message: str) -> ServiceError:
     return ServiceError(401, "NotAuthenticated", message)
 
 
-def too_many_requests(message: str, retry_after_s: int = 1) -> ServiceError:
-    return ServiceError(429, "TooManyRequests", message, {"retry-after": str(retry_after_s)})
+def too_many_requests(what: str, wait_ms: int) -> ServiceError:
+    """429 as the service words it (its answers say when the next request can be made, not in a header)."""
+    return ServiceError(
+        429, "TooManyRequests", f"Too many requests: {what}; the next request can be made in {wait_ms} ms."
+    )
+
+
+# The service's own words for the two refusals a consumer must recognise (its error code names are not published).
+RETENTION_LOST = "The cursor is outside the retention period and is now invalid."
+UNRESERVED = "Trying to commit unreserved partition"
+
+
+def retention_lost() -> ServiceError:
+    return invalid(RETENTION_LOST)
+
+
+def unreserved() -> ServiceError:
+    return invalid(UNRESERVED)

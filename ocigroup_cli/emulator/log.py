@@ -75,7 +75,36 @@ def append(
 
 
 def purge_expired(db: sqlite3.Connection, sk: int, partition: int, cutoff_ms: int) -> None:
+    """Delete what left retention, remembering the highest offset deleted (so that a loss can still be told)."""
+    gone = db.execute(
+        "SELECT MAX(offset) FROM messages WHERE sk = ? AND partition = ? AND ts_ms < ?", (sk, partition, cutoff_ms)
+    ).fetchone()[0]
+    if gone is None:
+        return
     db.execute("DELETE FROM messages WHERE sk = ? AND partition = ? AND ts_ms < ?", (sk, partition, cutoff_ms))
+    db.execute(
+        "UPDATE partitions SET purged_through = MAX(purged_through, ?) WHERE sk = ? AND partition = ?",
+        (gone, sk, partition),
+    )
+
+
+def lost_at(db: sqlite3.Connection, sk: int, partition: int, position: int, cutoff_ms: int) -> bool:
+    """Whether a reader at `position` (the next offset it reads) has lost messages to retention: a message at or
+    after it has expired. Offsets and timestamps grow together in a partition, so the expired messages are those
+    before the oldest retained offset. (A client sees only that its committed offset is older than the oldest
+    retained one; the offsets between may be gaps that never held a message.)"""
+    first = oldest_retained(db, sk, partition, cutoff_ms)
+    if first is not None and position >= first:
+        return False
+    if first is None:  # nothing retained: every message published so far has expired
+        return position <= last_offset(db, sk, partition)
+    expired = db.execute(
+        "SELECT MAX(offset) FROM messages WHERE sk = ? AND partition = ? AND offset < ?", (sk, partition, first)
+    ).fetchone()[0]
+    purged = db.execute(
+        "SELECT purged_through FROM partitions WHERE sk = ? AND partition = ?", (sk, partition)
+    ).fetchone()[0]
+    return max(-1 if expired is None else int(expired), int(purged)) >= position
 
 
 def last_offset(db: sqlite3.Connection, sk: int, partition: int) -> int:
@@ -104,9 +133,12 @@ def first_offset_at_or_after(db: sqlite3.Connection, sk: int, partition: int, ti
 def start_position(
     db: sqlite3.Connection, sk: int, partition: int, kind: str, time_ms: int | None, cutoff_ms: int
 ) -> int:
-    """The offset a TRIM_HORIZON, LATEST or AT_TIME position starts reading at (retention applies on read)."""
+    """The offset a TRIM_HORIZON, LATEST or AT_TIME position starts reading at, resolved now: TRIM_HORIZON is the
+    oldest message retained now (or the next offset when none is), so a group that then waits longer than the
+    retention period has lost what was there."""
     if kind == "TRIM_HORIZON":
-        return 0
+        oldest = oldest_retained(db, sk, partition, cutoff_ms)
+        return last_offset(db, sk, partition) + 1 if oldest is None else oldest
     if kind == "LATEST":
         return last_offset(db, sk, partition) + 1
     assert time_ms is not None

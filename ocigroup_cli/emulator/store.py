@@ -77,6 +77,22 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0002_lifecycle_reservations_and_work_requests",
+        """
+        ALTER TABLE partitions ADD COLUMN purged_through INTEGER NOT NULL DEFAULT -1;
+        ALTER TABLE streams ADD COLUMN settles_ms INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE group_partitions ADD COLUMN reserved_epoch INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE work_requests (
+            id TEXT PRIMARY KEY,
+            operation TEXT NOT NULL,
+            stream_id TEXT NOT NULL,
+            compartment_id TEXT NOT NULL,
+            accepted_ms INTEGER NOT NULL,
+            finished_ms INTEGER NOT NULL
+        );
+        """,
+    ),
 ]
 
 
@@ -140,7 +156,15 @@ class Store:
     def wipe(self) -> None:
         """Delete every stream, message and group (the admin reset endpoint)."""
         with self.transaction() as db:
-            for table in ("streams", "partitions", "messages", "groups", "group_partitions", "instances"):
+            for table in (
+                "streams",
+                "partitions",
+                "messages",
+                "groups",
+                "group_partitions",
+                "instances",
+                "work_requests",
+            ):
                 db.execute(f"DELETE FROM {table}")
 
     def close(self) -> None:

@@ -49,7 +49,14 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 def _snapshot(view: GroupView, at_ms: int) -> dict[str, Any]:
     parts = {
-        str(p.partition): [p.committed_offset, p.lag_messages, p.lag_capped, p.instance, p.lag_at_most]
+        str(p.partition): [
+            p.committed_offset,
+            p.lag_messages,
+            p.lag_capped,
+            p.instance,
+            p.lag_at_most,
+            None if p.lost is None else p.lost.gone_at_most,
+        ]
         for p in view.partitions
     }
     return {"at_ms": at_ms, "partitions": parts}
@@ -73,7 +80,8 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
             seen = row.get("partitions", {}).get(str(p.partition))
             if seen is not None:
                 at_most = seen[4] if len(seen) > 4 else None  # samples written before the bound was kept
-                samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most))
+                lost = seen[5] if len(seen) > 5 else None
+                samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most, lost))
         verdicts.append(judge(p.partition, samples, window_ms, min_span_ms))
     inside = sum(1 for row in rows if row["at_ms"] >= at_ms - window_ms)
     return Health(worst(verdicts), window_ms / 1000, inside, verdicts)

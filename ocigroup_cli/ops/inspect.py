@@ -13,9 +13,11 @@ from typing import Any
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core import balance
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
+from ocigroup_cli.core.loss import Loss, resume_at
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
+from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.ops.reach import Reach, measure
 
 LAG_THREADS = 4
@@ -33,8 +35,13 @@ class PartitionView:
     lag_capped: bool  # the count reached the cap: a lower bound
     lag_at_most: int | None  # the upper bound the newest offset gives (None: the newest was not found)
     time_lag_s: float | None
+    first_waiting_time: str | None  # the next message the group reads (None: nothing waits)
     newest_offset: int | None
     newest_time: str | None
+    lost: Loss | None = None  # the committed offset has left retention: messages were lost unread
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "lost": self.lost and self.lost.to_json()}
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,15 @@ class GroupView:
         return balance.state(self.balance)
 
     @property
+    def losses(self) -> list[Loss]:
+        return [p.lost for p in self.partitions if p.lost is not None]
+
+    def resume_target(self) -> Position:
+        """Where to move the group so it reads on past its losses, skipping nothing retained (core/loss.py)."""
+        next_ms = [parse_rfc3339_ms(p.first_waiting_time) if p.first_waiting_time else None for p in self.partitions]
+        return resume_at(next_ms)
+
+    @property
     def max_time_lag_s(self) -> float:
         return max((p.time_lag_s or 0.0 for p in self.partitions), default=0.0)
 
@@ -75,6 +91,8 @@ class GroupView:
             "lag_capped": any(p.lag_capped for p in self.partitions),
             "lag_at_most": self.total_at_most,
             "max_time_lag_s": self.max_time_lag_s,
+            "lost_partitions": [x.partition for x in self.losses],
+            "lost_at_most": sum(x.gone_at_most for x in self.losses),
         }
 
     def summary_json(self) -> dict[str, Any]:
@@ -89,7 +107,7 @@ class GroupView:
             "group": self.group,
             "at": self.at,
             "state": self.state,
-            "partitions": [asdict(p) for p in self.partitions],
+            "partitions": [p.to_json() for p in self.partitions],
             "totals": self.totals(),
             "balance": {
                 "ok": b.ok,
@@ -170,6 +188,8 @@ def describe(
                 time_lag_s=0.0 if first is None else round(max(0.0, (now_ms - first.timestamp_ms) / 1000), 3),
                 newest_offset=newest.offset if newest else None,
                 newest_time=newest.timestamp if newest else None,
+                first_waiting_time=first.timestamp if first else None,
+                lost=reach.lost,
             )
         )
     owners = {v.partition: v.instance for v in views}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.limits import MAX_GET_LIMIT
+from ocigroup_cli.core.loss import Loss, loss
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.newest import Search
 from ocigroup_cli.core.sizing import Sizer
@@ -32,6 +33,7 @@ class Reach:
     at_most: int | None  # an upper bound from the newest offset (equal to `waiting` when not capped)
     first_waiting: Message | None
     newest: Message | None  # the partition's newest message, when known
+    lost: Loss | None = None  # the committed offset has left retention: the messages after it that expired
 
 
 def measure(
@@ -50,21 +52,24 @@ def measure(
     cursor, at_committed = at_commit(client, stream, partition, committed)
     skip = int(at_committed)  # the first message read is the committed one: not waiting
     count, first, last, read = 0, None, None, 0
+    gone: Loss | None = None
     while count < cap and read < COUNT_BYTES:
         page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(cap - count + skip))
         if not page:
-            return Reach(count, False, count, first, last)
+            return Reach(count, False, count, first, last, gone)
         read += sizer.saw(page)
         last = page[-1]
         if skip:
             page, skip = [m for m in page if m.offset != committed], 0
+        elif first is None and not at_committed:  # read from the oldest retained: is the commit still there?
+            gone = loss(partition, committed, page[0].offset, page[0].timestamp)
         if page:
             first = first or page[0]
             count += len(page)
     assert first is not None and last is not None
     newest = find_newest(client, stream, partition, last, now_ms, sizer, hint_ms)
     at_most = None if newest is None else max(count, newest.offset - first.offset + 1)
-    return Reach(count, True, at_most, first, newest)
+    return Reach(count, True, at_most, first, newest, gone)
 
 
 def find_newest(

@@ -8,11 +8,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ocigroup_cli.client.streaming import StreamingClient
-from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.core.loss import Loss
+from ocigroup_cli.core.models import Reservation, StreamInfo
 from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.core.timespec import Position
-from ocigroup_cli.ops.positions import after_commit
+from ocigroup_cli.ops.positions import NextRead, next_read
 from ocigroup_cli.ops.reach import COUNT_BYTES, find_newest
 from ocigroup_cli.paths import state_dir
 
@@ -30,6 +31,7 @@ class PartitionPlan:
     skip: int  # messages never read
     capped: bool  # replay or skip reached the count cap: at least that many
     at_most: int | None  # past the cap, the upper bound the offsets give (None: unknown)
+    lost: Loss | None = None  # the committed offset has left retention: what was lost before the group read it
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,10 @@ class Plan:
     live_instances: list[str]
     expires_in_s: dict[str, float]  # per live instance: when its last reservation runs out
 
+    @property
+    def losses(self) -> list[Loss]:
+        return [p.lost for p in self.partitions if p.lost is not None]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "stream": self.stream,
@@ -48,7 +54,7 @@ class Plan:
             "target": self.target.describe(),
             "live_instances": self.live_instances,
             "expires_in_s": self.expires_in_s,
-            "partitions": [asdict(p) for p in self.partitions],
+            "partitions": [{**asdict(p), "lost": p.lost and p.lost.to_json()} for p in self.partitions],
         }
 
 
@@ -84,8 +90,25 @@ def _count(
     return n, True, None if newest is None else max(n, newest.offset - start + 1)
 
 
-def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Position, now_ms: int) -> Plan:
+def next_reads(
+    client: StreamingClient, stream: StreamInfo, group: str
+) -> tuple[dict[int, Reservation], list[NextRead]]:
+    """The group's reservations, and its next read in every partition (with what it lost, if anything)."""
     reservations = {r.partition: r for r in client.get_group(stream, group)}
+    committed = {p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)}
+    return reservations, [next_read(client, stream, p, committed[p]) for p in range(stream.partitions)]
+
+
+def plan(
+    client: StreamingClient,
+    stream: StreamInfo,
+    group: str,
+    target: Position,
+    now_ms: int,
+    known: tuple[dict[int, Reservation], list[NextRead]] | None = None,
+) -> Plan:
+    """The reset of `group` to `target`, partition by partition; `known`: its next reads, if already found."""
+    reservations, reads = known or next_reads(client, stream, group)
     live = sorted({r.instance for r in reservations.values() if r.live(now_ms) and r.instance})
     expires = {
         name: round(max((r.reserved_until_ms or now_ms) - now_ms for r in reservations.values() if r.instance == name)
@@ -93,10 +116,10 @@ def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Positi
         for name in live
     }  # fmt: skip
     parts, sizer = [], Sizer()
-    for p in range(stream.partitions):
+    for p, read in enumerate(reads):
         r = reservations.get(p)
-        committed = r.committed_offset if r else None
-        now_at = _first(client, stream, after_commit(client, stream, p, committed))
+        committed = read.committed
+        now_at = read.message.offset if read.message else None
         after_at = _first(client, stream, client.create_cursor(stream, p, target.kind, time_ms=target.time_ms))
         replay = skip = 0
         capped, at_most = False, None
@@ -106,7 +129,7 @@ def plan(client: StreamingClient, stream: StreamInfo, group: str, target: Positi
             elif now_at is not None:
                 skip, capped, at_most = _count(client, stream, p, (now_at, after_at), now_ms, sizer)
         owner = r.instance if r and r.live(now_ms) else None
-        parts.append(PartitionPlan(p, committed, owner, now_at, after_at, replay, skip, capped, at_most))
+        parts.append(PartitionPlan(p, committed, owner, now_at, after_at, replay, skip, capped, at_most, read.lost))
     return Plan(stream.name, group, target, parts, live, expires)
 
 

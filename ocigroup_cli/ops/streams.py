@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.ops.session import Session
+from ocigroup_cli.ops.target import wait_active
+
+CREATE_WAIT_S = 600.0  # the service takes seconds to minutes to create a stream
 
 
 def _compartment(s: Session) -> str:
@@ -16,5 +21,12 @@ def list_streams(s: Session) -> list[StreamInfo]:
     return s.client.list_streams(_compartment(s))
 
 
-def create_stream(s: Session, name: str, partitions: int, retention_hours: int) -> StreamInfo:
-    return s.client.create_stream(name, partitions, _compartment(s), retention_hours)
+def create_stream(
+    s: Session, name: str, partitions: int, retention_hours: int, notice: Callable[[str], None], wait: bool = True
+) -> StreamInfo:
+    """Create the stream; with `wait`, return once it is ACTIVE (else as the service answered: CREATING)."""
+    created = s.client.create_stream(name, partitions, _compartment(s), retention_hours)
+    if not wait or created.state == "ACTIVE":
+        return created
+    notice(f"stream {name!r} is {created.state}: waiting until it is ACTIVE (--no-wait returns at once)")
+    return wait_active(s.client, created, CREATE_WAIT_S)

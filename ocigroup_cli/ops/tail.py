@@ -2,37 +2,51 @@
 
 At least once: a batch counts as consumed only after the sink confirmed that every message of it reached the
 reader (for a pipe: the reading process has read it). With commit-on-get the next GetMessages commits it; on
-exit (or with manual commits, after each batch) an explicit ConsumerCommit does. A batch interrupted half-way
-is never committed, so it is delivered again.
+exit (or with manual commits, after written batches, no more often than the group's share of the service's 5
+ConsumerCommit a second) an explicit ConsumerCommit does. A batch interrupted half-way is never committed, so it is
+delivered again.
 
 Heartbeats run on a small thread beside the sink, so a slow or blocked reader does not cost the instance its
 partitions; if one batch stays in the sink's hands longer than max_processing_s the thread stops heartbeating
-and the partitions go to other instances (Kafka's max.poll.interval.ms).
+and the partitions go to other instances (Kafka's max.poll.interval.ms). With manual commits a read does not
+renew the reservations on the service, so only commits and heartbeats count as contact.
+
+The service's hard edges are part of the loop: a commit refused because a partition moved is a rebalance (join
+again; the new owner reads that batch again); a position that has left retention stops the instance with what
+was lost (ops/dataloss.py), or moves the group on when told to.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import GroupSettings
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import Message, StreamInfo
+from ocigroup_cli.core.pacing import interval_for
 from ocigroup_cli.core.session import Rules
 from ocigroup_cli.core.timespec import EARLIEST, Position
-from ocigroup_cli.errors import AuthFailed, InvalidCursor, NotFound, OcigroupError
-from ocigroup_cli.ops.positions import after_commit
+from ocigroup_cli.errors import AuthFailed, InvalidCursor, NotFound, OcigroupError, RetentionLost, UnreservedCommit
+from ocigroup_cli.ops import dataloss
 
 IDLE_WAIT_S = 0.25  # between empty reads; stays under the service's 5 GET/s per partition
+ASSIGNMENT_CHECK_S = 2.0  # GetGroup at most this often, and less often in a group of many instances ...
+GROUP_CALLS_SHARE = (
+    2.5  # ... so that all its instances together use half the service's 5 GetGroup (or commits) a second
+)
+MOVES_IN_A_ROW = 3  # moves past data loss without a read between: then stop, the loss keeps coming back
 
 # How the instance loop meets a failed read. Outages and throttling never get here: reads are patient, the client
 # waits them out (TransientError). A refused cursor expired (a stall of over 5 minutes) or comes from an earlier
-# run: join again, from the committed offsets. A stream or group that is gone, or credentials that stopped
-# working, end tail with the error.
+# run: join again, from the committed offsets. A commit refused for a partition that moved: a rebalance. A position
+# that left retention: data loss. A stream or group that is gone, or credentials that stopped working, end tail.
 ON_READ_FAILURE: dict[type[OcigroupError], str] = {
+    RetentionLost: "lost",
+    UnreservedCommit: "moved",
     InvalidCursor: "rejoin",
     NotFound: "stop",
     AuthFailed: "stop",
@@ -41,9 +55,6 @@ ON_READ_FAILURE: dict[type[OcigroupError], str] = {
 
 def on_read_failure(exc: OcigroupError) -> str:
     return next((action for kind, action in ON_READ_FAILURE.items() if isinstance(exc, kind)), "stop")
-
-
-ASSIGNMENT_CHECK_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -57,12 +68,23 @@ class TailOptions:
     batch_limit: int | None = None
     max_messages: int | None = None
     until_end: bool = False
+    on_data_loss: str = "stop"  # or "resume": move the group on past lost messages by itself
+    options: str = ""  # global options to repeat in a command shown to the user (e.g. " --profile prod")
 
     @classmethod
     def of(cls, settings: GroupSettings, group: str, instance: str, start: Position, **limits: Any) -> TailOptions:
-        """Options from the profile's group settings; `limits`: batch_limit, max_messages, until_end."""
+        """Options from the profile's group settings; `limits`: batch_limit, max_messages, until_end, options."""
         rules = settings.rules()
-        return cls(group, instance, rules, start, settings.commit_on_get, settings.timeout_ms, **limits)
+        return cls(
+            group,
+            instance,
+            rules,
+            start,
+            settings.commit_on_get,
+            settings.timeout_ms,
+            on_data_loss=settings.on_data_loss,
+            **limits,
+        )
 
 
 class Sink(Protocol):
@@ -79,10 +101,12 @@ class TailStats:
     batches: int = 0
     rebalances: int = 0
     held: tuple[int, ...] = ()
+    members: int = 1  # live instances in the group, at the last look
     committed_batches: int = 0
     in_flight: int = 0  # messages of a batch handed to the sink and not confirmed (at exit: not committed)
     final_commit_failed: bool = False
     started: float = 0.0  # the clock's monotonic time when the instance joined
+    moves: list[str] = field(default_factory=list)  # each move past data loss, summed up
 
     def rate(self, now: float) -> float:
         return self.written / max(1e-9, now - self.started)
@@ -104,11 +128,13 @@ class Tail:
         self.stats = TailStats()
         self.lock = threading.Lock()  # one request at a time: the transport and the cursor are shared
         self.cursor = ""
-        self.last_contact = clock.monotonic()
+        self.last_contact = clock.monotonic()  # when the service last renewed the reservations
+        self.last_commit = clock.monotonic()
         self.batch_started: float | None = None
-        self.uncommitted = False  # the cursor carries a fully written batch not committed yet
+        self.written: str | None = None  # a cursor whose uncommitted reads were all written (None: nothing owed)
         self._stop = threading.Event()
         self._gave_up = False
+        self._moves_in_a_row = 0
 
     # -- requests (always under the lock) ----------------------------------------------------------------
 
@@ -125,6 +151,7 @@ class Tail:
             patient=self._outage if patient else None,
         )
         self.last_contact = self.clock.monotonic()
+        self.written = None  # what was owed a commit is read again from the committed offsets
 
     def _outage(self, failure: OcigroupError) -> None:
         self.notice(f"service unavailable, retrying until it answers: {failure.message}")
@@ -137,36 +164,78 @@ class Tail:
                     messages, self.cursor = self.client.get_messages(
                         self.stream, self.cursor, limit, patient=self._outage
                     )
-                    self.last_contact = self.clock.monotonic()
-                    # the previous batch is now committed (commit-on-get) or was already (manual commits);
-                    # the new cursor carries a batch that is not written yet, so nothing is owed a commit
-                    self.uncommitted = False
+                    if self.opts.commit_on_get:  # the read committed the previous batch and renewed the lease
+                        self.last_contact = self.clock.monotonic()
+                        self.written = None
+                    self._moves_in_a_row = 0
                     if self._gave_up:
                         self._gave_up = False
                         self.notice("output moving again: rejoined the group")
                     return messages
             except OcigroupError as exc:
-                if on_read_failure(exc) != "rejoin":
+                action = on_read_failure(exc)
+                if action == "stop":
                     raise
-                self.notice("cursor refused (expired or from an earlier run): joining the group again")
                 with self.lock:
+                    if action == "lost":
+                        self._data_lost()
+                    elif action == "moved":
+                        self._moved()
+                        continue
+                    else:
+                        self.notice("cursor refused (expired or from an earlier run): joining the group again")
                     self._join(patient=True)
-                    self.uncommitted = False
 
-    def _commit(self) -> None:
+    def _moved(self) -> None:
+        """A commit was refused: a partition this instance read from changed hands (its reservation ran out)."""
+        self.stats.rebalances += 1
+        self.notice(
+            "a partition moved to another instance before its last batch was committed (this instance's "
+            "reservation ran out): joining again; the new owner reads that batch again"
+        )
+        self._join(patient=True)
+
+    def _data_lost(self) -> None:
+        """The group's position has left retention: stop with what was lost, or move the group on past it."""
+        self._moves_in_a_row += 1
+        if self.opts.on_data_loss != "resume" or self._moves_in_a_row > MOVES_IN_A_ROW:
+            lines, error = dataloss.refusal(self.client, self.stream, self.opts.group, self.opts.options)
+            for line in lines:
+                self.notice(line)
+            raise error
+        moved = dataloss.move_on(self.client, self.stream, self.opts.group, self.clock.time_ms())
+        for line in moved.lines():
+            self.notice(line)
+        self.notice(f"group {self.opts.group!r} {moved.summary()}")
+        self.stats.moves.append(moved.summary())
+
+    def _commit(self, cursor: str | None = None) -> None:
+        """Commit what was written (`cursor`: at exit, a cursor that carries only written reads)."""
         with self.lock:
-            self.cursor = self.client.commit(self.stream, self.cursor)
-            self.last_contact = self.clock.monotonic()
-            self.uncommitted = False
+            try:
+                following = self.client.commit(self.stream, cursor or self.cursor)
+            except UnreservedCommit:
+                if cursor is None:
+                    self._moved()
+                    return
+                raise
+            if cursor is None:
+                self.cursor = following
+            self.last_contact = self.last_commit = self.clock.monotonic()
+            self.written = None
             self.stats.committed_batches += 1
+
+    def _commit_due(self) -> bool:
+        """Manual commits: after a written batch, at most as often as the group's share of the service's rate."""
+        every = interval_for(self.stats.members, GROUP_CALLS_SHARE, 0.2)
+        return self.clock.monotonic() - self.last_commit >= every
 
     def _check_assignment(self) -> None:
         with self.lock:
-            mine = tuple(
-                r.partition
-                for r in self.client.get_group(self.stream, self.opts.group)
-                if r.instance == self.opts.instance
-            )
+            reservations = self.client.get_group(self.stream, self.opts.group)
+        now_ms = self.clock.time_ms()
+        self.stats.members = len({r.instance for r in reservations if r.instance and r.live(now_ms)}) or 1
+        mine = tuple(r.partition for r in reservations if r.instance == self.opts.instance)
         if mine != self.stats.held:
             if self.stats.batches or self.stats.held:
                 self.stats.rebalances += 1
@@ -190,7 +259,10 @@ class Tail:
             if not rules.heartbeat_due(self.last_contact, now) or not self.lock.acquire(blocking=False):
                 continue
             try:
+                same = self.written == self.cursor
                 self.cursor = self.client.heartbeat(self.stream, self.cursor)
+                if same:  # the new cursor carries the same reads
+                    self.written = self.cursor
                 self.last_contact = self.clock.monotonic()
             except OcigroupError as exc:
                 self.notice(f"heartbeat failed: {exc.message}")
@@ -211,7 +283,10 @@ class Tail:
         caught_up: set[int] = set()
         try:
             while True:
-                if self.clock.monotonic() - checked >= min(ASSIGNMENT_CHECK_S, o.rules.heartbeat_s):
+                every = interval_for(
+                    self.stats.members, GROUP_CALLS_SHARE, min(ASSIGNMENT_CHECK_S, o.rules.heartbeat_s)
+                )
+                if self.clock.monotonic() - checked >= every:
                     self._check_assignment()
                     checked = self.clock.monotonic()
                 limit = o.batch_limit
@@ -224,15 +299,8 @@ class Tail:
                     self.clock.sleep(IDLE_WAIT_S)
                     self.sink.check()
                     continue
-                self.batch_started = self.clock.monotonic()
-                self.stats.in_flight = len(messages)
-                self.sink.deliver(messages)
-                self.stats.in_flight = 0
-                self.batch_started = None
-                self.uncommitted = True
-                self.stats.written += len(messages)
-                self.stats.batches += 1
-                if not o.commit_on_get:
+                self._deliver(messages)
+                if not o.commit_on_get and self._commit_due():
                     self._commit()
                 if self.status:
                     self.status(self.stats)
@@ -245,42 +313,32 @@ class Tail:
         finally:
             self._stop.set()
             beat.join(timeout=5)
-            if self.uncommitted:  # the last batch was fully written: commit it before leaving
-                try:
-                    self._commit()
-                except OcigroupError as exc:
-                    self.stats.final_commit_failed = True
-                    self.notice(f"final commit failed ({exc.message}); the last batch will be delivered again")
+            self._final_commit()
         return self.stats
 
+    def _deliver(self, messages: list[Message]) -> None:
+        self.batch_started = self.clock.monotonic()
+        self.stats.in_flight = len(messages)
+        self.sink.deliver(messages)
+        self.stats.in_flight = 0
+        self.batch_started = None
+        self.written = self.cursor  # everything this cursor read is written now
+        self.stats.written += len(messages)
+        self.stats.batches += 1
 
-def live_others(client: StreamingClient, stream: StreamInfo, group: str, me: str, now_ms: int) -> list[str] | None:
-    """The other instances holding live reservations in `group`; None for a group that does not exist yet."""
-    try:
-        reservations = client.get_group(stream, group)
-    except NotFound:
-        return None
-    return sorted({r.instance for r in reservations if r.instance and r.instance != me and r.live(now_ms)})
+    def _final_commit(self) -> None:
+        """Commit what was written and not committed yet (never the batch left half-written)."""
+        if self.written is None:
+            return
+        try:
+            self._commit(self.written)
+        except UnreservedCommit:
+            self.stats.final_commit_failed = True
+            self.notice("the last batch's partitions moved to another instance before it was committed: it reads them")
+        except OcigroupError as exc:
+            self.stats.final_commit_failed = True
+            self.notice(f"final commit failed ({exc.message}); the last batch will be delivered again")
 
 
 def _names(partitions: tuple[int, ...]) -> str:
     return ", ".join(map(str, partitions)) or "none"
-
-
-def peek(client: StreamingClient, stream: StreamInfo, group: str, sink: Sink, max_messages: int | None = None) -> int:
-    """Read from the group's committed offsets with partition cursors, without joining or committing."""
-    committed = {r.partition: r.committed_offset for r in client.get_group(stream, group)}
-    cursors = {p: after_commit(client, stream, p, committed.get(p)) for p in range(stream.partitions)}
-    written = 0
-    while cursors:
-        for p in list(cursors):
-            limit = None if max_messages is None else max_messages - written
-            messages, cursors[p] = client.get_messages(stream, cursors[p], limit)
-            if not messages:
-                del cursors[p]
-                continue
-            sink.deliver(messages)
-            written += len(messages)
-            if max_messages is not None and written >= max_messages:
-                return written
-    return written

@@ -14,7 +14,7 @@ from pathlib import Path
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core.models import StreamInfo
-from ocigroup_cli.errors import ConfigError, OcigroupError
+from ocigroup_cli.errors import ConfigError, OcigroupError, TransientError
 from ocigroup_cli.ops import local
 from ocigroup_cli.paths import read_json_object, replace_file, state_dir
 
@@ -43,7 +43,26 @@ def forget(client: StreamingClient, profile: Profile) -> None:
         _save(entries)
 
 
+CREATING_POLL_S = 0.25  # GetStream while a stream is created (the service allows 5 a second)
+
+
+def wait_active(client: StreamingClient, stream: StreamInfo, seconds: float) -> StreamInfo:
+    """The stream once ACTIVE, polling GetStream for up to `seconds` (the service creates streams asynchronously)."""
+    waited = 0.0
+    while stream.state in ("CREATING", "UPDATING"):
+        if waited >= seconds:
+            raise TransientError(
+                f"stream {stream.name!r} is still {stream.state} after {seconds:.0f} s.",
+                "check it later with: ocigroup streams show",
+            )
+        client.clock.sleep(CREATING_POLL_S)
+        waited += CREATING_POLL_S
+        stream = client.get_stream(stream.id)
+    return stream
+
+
 def resolve_stream(client: StreamingClient, profile: Profile) -> StreamInfo:
+    """The profile's stream; a stream still being created is a one-line error (the local one is waited for)."""
     key = _cache_key(client, profile)
     cached = _load().get(key)
     if cached:
@@ -52,6 +71,11 @@ def resolve_stream(client: StreamingClient, profile: Profile) -> StreamInfo:
         except TypeError:
             pass  # written by another version: look it up again
     stream = _lookup(client, profile)
+    if stream.state in ("CREATING", "UPDATING"):
+        raise TransientError(
+            f"stream {stream.name!r} is still being created ({stream.state}): it takes requests once ACTIVE.",
+            "try again in a moment (ocigroup streams show tells its state)",
+        )
     if stream.state == "ACTIVE":
         entries = _load()
         entries[key] = asdict(stream)
@@ -77,7 +101,7 @@ def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
             return _by_name(client, name, compartment)
         except StreamNotFound:
             created = client.create_stream(name, int(profile.settings.stream.partitions), compartment)
-            return client.get_stream(created.id)
+            return wait_active(client, client.get_stream(created.id), float(profile.settings.deadline_s))
 
 
 class StreamNotFound(OcigroupError):

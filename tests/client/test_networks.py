@@ -15,6 +15,7 @@ from ocigroup_cli.app import run
 from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.transport import proxy_for
 from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.emulator.backend import Options
 from tests.helpers.proxy import LoopbackProxy
 from tests.helpers.service import Sdk, start_server, write_config
 from tests.helpers.tls import TEST_HOST, make_self_signed, make_tls
@@ -28,7 +29,11 @@ def tls_files(tmp_path):
 @pytest.fixture
 def https_server(api_key, tls_files):
     server = start_server(
-        api_key, SystemClock(), tls_cert=str(tls_files.server_cert), tls_key=str(tls_files.server_key)
+        api_key,
+        SystemClock(),
+        tls_cert=str(tls_files.server_cert),
+        tls_key=str(tls_files.server_key),
+        options=Options(transition_ms=0),  # the stream made below is ACTIVE at once
     )
     server.backend.create_stream({"name": "orders", "partitions": 2, "compartmentId": "ocid1.compartment.oc1..test"})
     yield server

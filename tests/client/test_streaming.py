@@ -9,9 +9,9 @@ from ocigroup_cli.client.signing import ApiKeySigner
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import ManualClock
-from ocigroup_cli.emulator.backend import Options
 from ocigroup_cli.errors import OcigroupError, TransientError
-from tests.helpers.service import start_server, write_config
+from ocigroup_cli.ops.target import wait_active
+from tests.helpers.service import Sdk, start_server, write_config
 
 
 @pytest.fixture
@@ -86,16 +86,27 @@ def test_dead_endpoint_fails_within_the_deadline(api_key, tmp_path, free_port):
     client.close()
 
 
-def test_throttling_is_retried_after_retry_after(api_key, tmp_path, clock):
-    server = start_server(api_key, clock, options=Options(rate_limits=True))
+def test_requests_keep_within_the_rates_and_a_429_is_waited_out(api_key, tmp_path, clock):
+    """The client paces itself under the service's 5 requests a second (no 429 from its own requests); when another
+    client spent the budget, it meets the 429 and waits the time the answer names."""
+    server = start_server(api_key, clock)
+    trace: list[str] = []
     try:
-        client = StreamingClient(resolve(write_config(tmp_path, api_key, server.url)), clock)
-        stream = client.create_stream("s", 1, "ocid1.compartment.oc1..test")
+        client = StreamingClient(resolve(write_config(tmp_path, api_key, server.url)), clock, trace=trace.append)
+        stream = wait_active(client, client.create_stream("s", 1, "ocid1.compartment.oc1..test"), 5)
         cursor = client.create_cursor(stream, 0, "TRIM_HORIZON")
         before = clock.time_ms()
         for _ in range(7):
             _, cursor = client.get_messages(stream, cursor)
-        assert clock.time_ms() - before >= 1000, "the client waited out the throttle"
+        assert clock.time_ms() - before >= 1000, "seven reads of one partition take over a second"
+        assert not [t for t in trace if ": 429 " in t], trace
+        other = Sdk(server, api_key, patient=False)
+        clock.advance_ms(1100)
+        for _ in range(5):
+            other.cursor(stream.id, 0, "LATEST")  # the stream's CreateCursor budget for this second, spent
+        client.create_cursor(stream, 0, "LATEST")
+        assert [t for t in trace if t.startswith("CreateCursor: 429 ")], trace
+        assert trace[-1].startswith("CreateCursor: 200 ")
         client.close()
     finally:
         server.stop()

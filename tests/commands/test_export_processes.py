@@ -90,8 +90,9 @@ def _messages() -> list[tuple[bytes, bytes]]:
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
-def test_every_format_keeps_keys_and_values_of_every_size_byte_for_byte(cli, spark, sdk, tmp_path, fmt):
+def test_every_format_keeps_keys_and_values_of_every_size_byte_for_byte(cli, spark, sdk, clock, tmp_path, fmt):
     cli.spark = spark
+    clock.run(True)  # Spark's tasks read in real time, and the service's rates count real seconds
     sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test").data[0].id
     sent = {}
     for key, value in _messages():  # one per request: the largest fill a PutMessages request

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from ocigroup_cli.client.signing import ApiKeySigner
 from tests.emulator.strategies import bodies, json_values
-from tests.emulator.test_server_process import clients, serve
+from tests.emulator.test_server_process import clients, create_stream, serve
 from tests.helpers.cases import HYPOTHESIS_CASES
 from tests.helpers.service import ApiKey, b64
 
@@ -99,7 +99,7 @@ def assert_up(emu: Emulator) -> None:
 
 def snapshot(url: str, key: ApiKey, stream_id: str) -> dict:
     """Every message of the stream (read with partition cursors) and the group's committed offsets."""
-    admin, client = clients(url, key)
+    admin, client = clients(url, key, retry=True)  # the fuzzing may have spent this second's budget
     models = oci.streaming.models
     partitions = admin.get_stream(stream_id).data.partitions
     messages = []
@@ -120,8 +120,7 @@ def emu(tmp_path_factory, api_key):
         models = oci.streaming.models
         ids = []
         for name in ("sentinel", "scratch"):
-            details = models.CreateStreamDetails(name=name, partitions=3, compartment_id=COMPARTMENT)
-            ids.append(admin.create_stream(details).data.id)
+            ids.append(create_stream(admin, name=name, partitions=3, compartment_id=COMPARTMENT))
         entries = [
             models.PutMessagesDetailsEntry(key=b64(f"k{i % 5}"), value=b64(bytes([i, 255 - i]) + b"value"))
             for i in range(30)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import re
 
 import oci
 import pytest
@@ -43,11 +44,13 @@ def test_same_key_same_partition_and_entries_in_input_order(sdk):
         assert [base64.b64decode(m.value).decode() for m in msgs] == expected
 
 
-def test_missing_key_gets_one_generated(sdk):
+def test_a_message_put_without_a_key_reads_back_without_one(sdk):
+    """As on the service (its quickstart prints "Null" for such keys): no key is made up for the reader."""
     sid = sdk.stream(partitions=3)
-    result = sdk.put(sid, [(None, "a"), (None, "b")])
+    result = sdk.put(sid, [(None, f"v{i}") for i in range(30)])
+    assert len({e.partition for e in result.entries}) > 1  # spread over the partitions all the same
     msgs, _ = sdk.get(sid, sdk.cursor(sid, result.entries[0].partition, "TRIM_HORIZON"))
-    assert msgs[0].key is not None and len(base64.b64decode(msgs[0].key)) == 32
+    assert msgs and all(m.key is None for m in msgs)
 
 
 def test_offsets_strictly_increase_with_gaps_by_default(sdk):
@@ -107,10 +110,11 @@ def test_get_limit_bounds(sdk):
         assert service_error(lambda bad=bad: sdk.get(sid, cursor, limit=bad)).status == 400
 
 
-def test_default_read_is_bounded_by_byte_budget(sdk):
+def test_default_read_is_bounded_by_byte_budget(sdk, clock):
     sid = sdk.stream()
     for _ in range(3):
         sdk.put(sid, [("k", b"x" * 100_000) for _ in range(9)])
+        clock.advance_ms(1000)  # 1 MB/s of writes per partition
     msgs, _ = sdk.get(sid, sdk.cursor(sid, 0, "TRIM_HORIZON"))
     assert len(msgs) == 10  # 1 MiB budget of keys and values: ten 100 kB messages fit, the eleventh does not
 
@@ -123,6 +127,7 @@ def test_partition_cursor_types(sdk, clock):
     offsets = [e.offset for e in first + second]
 
     def values(cursor):
+        clock.advance_ms(250)  # 5 requests a second, for cursors and reads alike
         return [base64.b64decode(m.value).decode() for m in sdk.get(sid, cursor)[0]]
 
     assert values(sdk.cursor(sid, 0, "TRIM_HORIZON"))[0] == "a0"
@@ -145,12 +150,13 @@ def test_partition_cursor_types(sdk, clock):
     assert out_of_range.status == 400 and "outside partition 0" in out_of_range.message
 
 
-def test_following_next_cursor_never_repeats_or_skips(sdk):
+def test_following_next_cursor_never_repeats_or_skips(sdk, clock):
     sid = sdk.stream()
     sent = [f"m{i}" for i in range(57)]
     sdk.put(sid, [("k", v) for v in sent])
     cursor, seen = sdk.cursor(sid, 0, "TRIM_HORIZON"), []
     for _ in range(20):
+        clock.advance_ms(200)
         msgs, cursor = sdk.get(sid, cursor, limit=5)
         seen += [base64.b64decode(m.value).decode() for m in msgs]
     assert seen == sent
@@ -174,7 +180,8 @@ def test_wire_format_of_get_messages(sdk):
     cursor = sdk.cursor(sid, 0, "TRIM_HORIZON")
     resp = sdk.client.get_messages(sid, cursor, opc_request_id="MYREQUEST1")
     raw = resp.headers
-    assert raw["opc-request-id"] == "MYREQUEST1" and raw["opc-next-cursor"]
+    # the service's form: the client's id, then two of its own
+    assert re.fullmatch(r"MYREQUEST1/[0-9a-f]{32}/[0-9a-f]{32}", raw["opc-request-id"]) and raw["opc-next-cursor"]
     assert raw["content-type"] == "application/json"
     import json
     import urllib.request
@@ -198,7 +205,7 @@ def test_errors_have_oci_shape_and_request_id(sdk):
     assert error.request_id
 
 
-def test_list_streams_pages_and_delete(sdk):
+def test_list_streams_pages_and_delete(sdk, clock):
     ids = [sdk.stream(name=f"s{i:02d}") for i in range(7)]
     names, page = [], None
     while True:
@@ -209,7 +216,12 @@ def test_list_streams_pages_and_delete(sdk):
         if not page:
             break
     assert names == [f"s{i:02d}" for i in range(7)]
-    sdk.admin.delete_stream(ids[0])
+    deleted = sdk.admin.delete_stream(ids[0])
+    work = sdk.admin.get_work_request(deleted.headers["opc-work-request-id"]).data
+    assert (work.operation_type, work.status) == ("DELETE_STREAM", "IN_PROGRESS")
+    assert sdk.admin.get_stream(ids[0]).data.lifecycle_state == "DELETING"
+    assert service_error(lambda: sdk.put(ids[0], [("k", "v")])).status == 404  # its contents went at once
+    clock.advance_ms(1000)
     assert sdk.admin.get_stream(ids[0]).data.lifecycle_state == "DELETED"
-    assert service_error(lambda: sdk.put(ids[0], [("k", "v")])).status == 404
+    assert sdk.admin.get_work_request(work.id).data.status == "SUCCEEDED"
     assert service_error(lambda: sdk.admin.list_streams()).status == 400

@@ -69,3 +69,36 @@ def test_official_oci_cli_drives_groups(sdk, api_key, tmp_path):
     oci("group", "update", "--stream-id", sid, "--group-name", "g", "--type", "TRIM_HORIZON")
     group = oci("group", "get", "--stream-id", sid, "--group-name", "g")["data"]
     assert all(r["committed-offset"] is None for r in group["reservations"])
+
+
+def test_oci_cli_creates_and_deletes_a_stream_waiting_on_its_work_requests(sdk, api_key, tmp_path, clock):
+    """`stream create --wait-for-state SUCCEEDED` (and delete) wait on the work request the service names in
+    `opc-work-request-id`, as the oci CLI does against OCI; the stream is CREATING (DELETING) meanwhile."""
+    clock.run(True)  # the oci CLI waits in real time
+    config = tmp_path / "oci-config"
+    config.write_text("[DEFAULT]\n" + "".join(f"{k}={v}\n" for k, v in api_key.config().items()))
+    config.chmod(0o600)
+    env = {**os.environ, "OCI_CLI_SUPPRESS_FILE_PERMISSIONS_WARNING": "True"}
+
+    def oci(*args: str) -> dict:
+        proc = subprocess.run(
+            [OCI, "--config-file", str(config), "--endpoint", sdk.url, "streaming", "admin", "stream", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    wait = ("--wait-for-state", "SUCCEEDED", "--wait-interval-seconds", "1")
+    created = oci(
+        "create", "--name", "cli-made", "--partitions", "2", "--compartment-id", "ocid1.compartment.oc1..x", *wait
+    )
+    work = created["data"]
+    assert (work["operation-type"], work["status"]) == ("CREATE_STREAM", "SUCCEEDED")
+    sid = work["resources"][0]["identifier"]
+    assert oci("get", "--stream-id", sid)["data"]["lifecycle-state"] == "ACTIVE"
+    deleted = oci("delete", "--stream-id", sid, "--force", *wait)["data"]
+    assert (deleted["operation-type"], deleted["status"]) == ("DELETE_STREAM", "SUCCEEDED")
+    assert oci("get", "--stream-id", sid)["data"]["lifecycle-state"] == "DELETED"

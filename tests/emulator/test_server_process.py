@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -37,15 +38,28 @@ def serve(tmp_path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}"
 
 
-def clients(url: str, key: ApiKey):
-    none = oci.retry.NoneRetryStrategy()
+def clients(url: str, key: ApiKey, retry: bool = False):
+    """The SDK's clients; `retry`: with its default retries (which wait out the emulator's 429s)."""
+    strategy = oci.retry.DEFAULT_RETRY_STRATEGY if retry else oci.retry.NoneRetryStrategy()
     admin = oci.streaming.StreamAdminClient(
         key.config(),
         service_endpoint=url,
-        retry_strategy=none,
+        retry_strategy=strategy,
         circuit_breaker_strategy=oci.circuit_breaker.NoCircuitBreakerStrategy(),
     )
-    return admin, oci.streaming.StreamClient(key.config(), service_endpoint=url, retry_strategy=none)
+    return admin, oci.streaming.StreamClient(key.config(), service_endpoint=url, retry_strategy=strategy)
+
+
+def create_stream(admin, **details) -> str:
+    """CreateStream, then the SDK's own waiter on its work request (the stream is CREATING for a moment)."""
+    composite = oci.streaming.StreamAdminClientCompositeOperations(admin)
+    created = composite.create_stream_and_wait_for_state(
+        oci.streaming.models.CreateStreamDetails(**details),
+        wait_for_states=["SUCCEEDED"],
+        waiter_kwargs={"max_interval_seconds": 1},
+    )
+    assert created.data.status == "SUCCEEDED"
+    return created.data.resources[0].identifier
 
 
 def test_kill_minus_nine_loses_nothing_acknowledged(tmp_path, api_key):
@@ -54,7 +68,7 @@ def test_kill_minus_nine_loses_nothing_acknowledged(tmp_path, api_key):
     m = oci.streaming.models
     try:
         admin, client = clients(url, api_key)
-        sid = admin.create_stream(m.CreateStreamDetails(name="d", partitions=2, compartment_id="ocid1.c..x")).data.id
+        sid = create_stream(admin, name="d", partitions=2, compartment_id="ocid1.c..x")
         acked = []
         for batch in range(20):
             entries = [m.PutMessagesDetailsEntry(key=b64(f"k{i}"), value=b64(f"{batch}-{i}")) for i in range(50)]
@@ -109,6 +123,14 @@ def test_test_mode_clock_endpoint(tmp_path, api_key):
 
         start = post("/_emulator/clock", {})["nowMs"]
         assert post("/_emulator/clock", {"advanceMs": 31_000})["nowMs"] == start + 31_000
+        # set to a day ago, then let run: history can be built in the past and time then passes on its own
+        day_ago = start - 86_400_000
+        ran = post("/_emulator/clock", {"setMs": day_ago, "running": True})
+        assert ran["running"] and day_ago <= ran["nowMs"] < day_ago + 1000
+        time.sleep(0.3)
+        later = post("/_emulator/clock", {"running": False})["nowMs"]
+        assert day_ago + 300 <= later < day_ago + 5_000
+        assert post("/_emulator/clock", {})["nowMs"] == later  # held again
         assert post("/_emulator/reset", {}) == {"reset": True}
     finally:
         proc.terminate()
@@ -144,7 +166,7 @@ def test_value_survives_round_trip_through_process(tmp_path, api_key):
     try:
         admin, client = clients(url, api_key)
         m = oci.streaming.models
-        sid = admin.create_stream(m.CreateStreamDetails(name="r", partitions=1, compartment_id="ocid1.c..x")).data.id
+        sid = create_stream(admin, name="r", partitions=1, compartment_id="ocid1.c..x")
         payload = bytes(range(256))
         client.put_messages(sid, m.PutMessagesDetails(messages=[m.PutMessagesDetailsEntry(value=b64(payload))]))
         cur = client.create_cursor(sid, m.CreateCursorDetails(partition="0", type="TRIM_HORIZON")).data.value

@@ -9,6 +9,7 @@ import pytest
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import resolve
+from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 from ocigroup_cli.errors import UsageError
 from ocigroup_cli.export.reader import TaskError, read_batches
 from ocigroup_cli.export.resolve import Request, make_plan
@@ -16,6 +17,13 @@ from ocigroup_cli.ops.target import resolve_stream
 from tests.helpers.service import Sdk, start_server, write_config
 
 DAY_MS = 24 * 3_600_000
+
+
+@pytest.fixture(autouse=True)
+def _real_time(clock):
+    """The readers pace and retry in real time, as the service's rates count real seconds: let the test clock run
+    (the tests still move it to build history)."""
+    clock.run(True)
 
 
 @pytest.fixture
@@ -96,8 +104,7 @@ def test_a_time_range_is_resolved_to_offsets_and_can_be_split(unsigned, connect,
     sid = unsigned.stream(partitions=1)
     stamps = []
     for i in range(30):
-        stamps.append(clock.time_ms())
-        unsigned.put(sid, [(None, f"m{i}")])
+        stamps.append(parse_rfc3339_ms(unsigned.put(sid, [(None, f"m{i}")]).entries[0].timestamp.isoformat()))
         clock.advance_ms(1_000)
     client, stream = connect(unsigned.url)
     req = Request([0], from_ms=stamps[10], to_ms=stamps[19], split=3)

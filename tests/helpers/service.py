@@ -4,6 +4,8 @@ profile files for the CLI."""
 from __future__ import annotations
 
 import base64
+import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +14,9 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from ocigroup_cli.core.clock import ManualClock
 from ocigroup_cli.emulator.auth import fingerprint
+from ocigroup_cli.emulator.backend import Options
 from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
 from ocigroup_cli.ops.local import write_key_pair
 
@@ -52,11 +56,14 @@ def b64(data: bytes | str) -> str:
 
 
 class Sdk:
-    """The real oci SDK clients pointed at an emulator, plus small helpers for tests."""
+    """The real oci SDK clients pointed at an emulator, plus small helpers for tests. The helpers wait out the
+    service's 429s (`patient`; the test clock is moved, a running or real one waited for), so that a test about
+    something else is not about rate limits; `client` and `admin` are the plain SDK clients."""
 
-    def __init__(self, server: EmulatorServer, key: ApiKey) -> None:
+    def __init__(self, server: EmulatorServer, key: ApiKey, patient: bool = True) -> None:
         self.server = server
         self.url = server.url
+        self.patient = patient
         none = oci.retry.NoneRetryStrategy()
         self.admin = oci.streaming.StreamAdminClient(
             key.config(),
@@ -74,32 +81,72 @@ class Sdk:
             compartment_id="ocid1.compartment.oc1..test",
             retention_in_hours=retention,
         )
-        return self.admin.create_stream(details).data.id
+        stream_id = self._paced(lambda: self.admin.create_stream(details)).data.id
+        self.wait_active(stream_id)
+        return stream_id
+
+    def _paced(self, call):
+        """`call()`, waiting out 429s when patient."""
+        while True:
+            try:
+                return call()
+            except oci.exceptions.ServiceError as exc:
+                said = re.search(r"next request can be made in (\d+) ms", exc.message or "")
+                if exc.status != 429 or not self.patient or not said:
+                    raise
+                self._wait_ms(int(said.group(1)))
+
+    def _wait_ms(self, ms: int) -> None:
+        clock = self.server.clock
+        if isinstance(clock, ManualClock) and not clock.running:
+            clock.advance_ms(ms)
+        else:
+            time.sleep(ms / 1000)
+
+    def wait_active(self, stream_id: str) -> None:
+        """Wait out CREATING (the test clock is moved, a real one waited for), as the SDK's waiters would."""
+        clock = self.server.clock
+        for _ in range(200):
+            if self._paced(lambda: self.admin.get_stream(stream_id)).data.lifecycle_state == "ACTIVE":
+                return
+            if isinstance(clock, ManualClock) and not clock.running:
+                clock.advance_ms(self.server.config.options.transition_ms)
+            else:
+                time.sleep(0.25)  # GetStream allows 5 a second
+        raise AssertionError(f"stream {stream_id} did not become ACTIVE")
 
     def put(self, stream_id: str, messages: list[tuple[bytes | str | None, bytes | str]]):
         entries = [
             self.models.PutMessagesDetailsEntry(key=None if k is None else b64(k), value=b64(v)) for k, v in messages
         ]
-        return self.client.put_messages(stream_id, self.models.PutMessagesDetails(messages=entries)).data
+        details = self.models.PutMessagesDetails(messages=entries)
+        return self._paced(lambda: self.client.put_messages(stream_id, details)).data
 
     def group_cursor(self, stream_id, group, instance, kind="TRIM_HORIZON", **kw) -> str:
         details = self.models.CreateGroupCursorDetails(group_name=group, instance_name=instance, type=kind, **kw)
-        return self.client.create_group_cursor(stream_id, details).data.value
+        return self._paced(lambda: self.client.create_group_cursor(stream_id, details)).data.value
 
     def cursor(self, stream_id, partition, kind, **kw) -> str:
         details = self.models.CreateCursorDetails(partition=str(partition), type=kind, **kw)
-        return self.client.create_cursor(stream_id, details).data.value
+        return self._paced(lambda: self.client.create_cursor(stream_id, details)).data.value
 
     def get(self, stream_id, cursor, limit=None):
         kwargs = {} if limit is None else {"limit": limit}
-        resp = self.client.get_messages(stream_id, cursor, **kwargs)
+        resp = self._paced(lambda: self.client.get_messages(stream_id, cursor, **kwargs))
         return resp.data, resp.headers["opc-next-cursor"]
 
     def group(self, stream_id, group):
-        return {int(r.partition): r for r in self.client.get_group(stream_id, group).data.reservations}
+        reservations = self._paced(lambda: self.client.get_group(stream_id, group)).data.reservations
+        return {int(r.partition): r for r in reservations}
+
+
+TEST_TRANSITION_MS = 100  # CREATING/DELETING in the tests' emulators: met by every stream, short for a suite
 
 
 def start_server(key: ApiKey, clock, **config) -> EmulatorServer:
+    """The emulator in this process, with the service's behaviour (rate limits included) unless `options` say
+    otherwise; its streams are CREATING for TEST_TRANSITION_MS."""
+    config.setdefault("options", Options(transition_ms=TEST_TRANSITION_MS))
     return EmulatorServer(ServerConfig(trusted_keys=(key.public_pem,), **config), clock).start()
 
 

@@ -7,7 +7,9 @@ heartbeat thread acts at each step, and no test sleeps for real.
 
 from __future__ import annotations
 
+import base64
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -174,3 +176,48 @@ def test_tail_survives_an_emulator_restart(api_key, tmp_path):
     finally:
         client.close()
         second.stop()
+
+
+@pytest.mark.parametrize("commit_on_get", [False, True], ids=["manual-commits", "commit-on-get"])
+def test_a_commit_refused_for_a_partition_that_moved_is_a_rebalance(instance, sdk, clock, commit_on_get):
+    """The instance's reservation runs out while its reader holds a batch; another instance takes the partition
+    and reads that batch again. The service then refuses the first instance's commit ("Trying to commit
+    unreserved partition"): it says so, joins again and reads on. Nothing is lost, the batch comes twice."""
+    sid = sdk.stream(partitions=1)
+    sdk.put(sid, [("k", f"m{i}") for i in range(6)])
+    notes, mine, theirs = [], [], []
+
+    def slow_first_batch(batch):
+        mine.extend(m.value_bytes().decode() for m in batch)
+        if len(mine) == 3:
+            hold_up(clock, 2.5)  # > max processing (0.5 s) + timeout (1 s): the reservation runs out
+            cursor = sdk.group_cursor(sid, "g", "b", timeout_in_ms=1000)  # b takes the partition, reads it all
+            got, cursor = sdk.get(sid, cursor)
+            theirs.extend(base64.b64decode(m.value).decode() for m in got)
+            clock.advance_ms(1001)  # and goes quiet: the partition can come back
+            sdk.get(sid, cursor)  # (b's read commits what it read)
+
+    tail = instance("a", sid, Sink(slow_first_batch), notes, maxp=0.5, batch_limit=3, commit_on_get=commit_on_get)
+    tail.opts = replace(tail.opts, max_messages=3)
+    stats = tail.run()
+    assert theirs == [f"m{i}" for i in range(6)]  # the held batch came again to b: nothing lost
+    assert any("moved to another instance" in n for n in notes), notes
+    assert mine[:3] == ["m0", "m1", "m2"]
+    assert stats.final_commit_failed or stats.rebalances >= 1
+
+
+def test_with_manual_commits_reads_do_not_keep_the_partitions_heartbeats_do(instance, sdk, clock):
+    """On the service a read with commitOnGet=false does not renew the instance's reservations: the instance
+    heartbeats while it reads, and keeps its partitions through a run longer than its timeout."""
+    sid = sdk.stream(partitions=1)
+    sdk.put(sid, [("k", f"m{i}") for i in range(20)])
+    owners = []
+
+    def a_batch_a_while(batch):
+        clock.sleep(0.3)  # 20 batches, 6 s: six times the 1 s timeout
+        if batch[0].offset % 2:  # (GetGroup allows 5 a second, the instance's own included)
+            owners.append(sdk.group(sid, "g")[0].reserved_instance)
+
+    instance("a", sid, Sink(a_batch_a_while), batch_limit=1, max_messages=20, commit_on_get=False, maxp=30).run()
+    assert set(owners) == {"a"}
+    assert sdk.group(sid, "g")[0].committed_offset is not None

@@ -1,0 +1,125 @@
+"""The service's other hard edges, met by the installed console script in a subprocess (the emulator runs them by
+default): streams created asynchronously, partially failed puts, commits refused for partitions that moved,
+never-committed offsets reported as -1."""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import subprocess
+import time
+import zlib
+
+import pytest
+
+from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.emulator.backend import Options
+from tests.helpers import cli as proc
+from tests.helpers.service import Sdk, start_server, write_config
+
+
+@pytest.fixture
+def real(api_key, tmp_path):
+    """An emulator on the real clock with the service's behaviour, a profile for it, a clean environment."""
+    servers = []
+
+    def make(**options):
+        server = start_server(api_key, SystemClock(), options=Options(**{"transition_ms": 100, **options}))
+        servers.append(server)
+        sdk = Sdk(server, api_key)
+        config = write_config(tmp_path, api_key, server.url, group__name="g", group__timeout_ms=2000)
+        return sdk, config, proc.clean_env(tmp_path / "state")
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def test_streams_create_waits_until_the_stream_is_active(real):
+    _, config, env = real(transition_ms=1000)  # the service's moment of CREATING, long enough to be seen
+    made = proc.run(["--config", config, "-o", "json", "streams", "create", "made", "--partitions", "2"], env)
+    assert made.returncode == 0, made.stderr.decode()
+    assert json.loads(made.stdout)["state"] == "ACTIVE"
+    assert "is CREATING: waiting until it is ACTIVE" in made.stderr.decode()
+
+    quick = proc.run(["--config", config, "-o", "json", "streams", "create", "quick", "--no-wait"], env)
+    assert quick.returncode == 0 and json.loads(quick.stdout)["state"] == "CREATING"
+    early = proc.run(["--config", config, "--stream", "quick", "inspect", "g"], env)
+    err = early.stderr.decode()
+    assert early.returncode == 4, err  # transient: it will be ACTIVE in a moment
+    assert err.startswith("error: stream 'quick' is still being created (CREATING)") and "Traceback" not in err
+    time.sleep(1.2)
+    later = proc.run(["--config", config, "--stream", "quick", "publish", "now it takes them"], env)
+    assert later.returncode == 0, later.stderr.decode()
+
+
+def test_publish_sends_the_entries_the_service_failed_again_and_keeps_their_order(real):
+    sdk, config, env = real()
+    sid = sdk.stream(partitions=2, name="orders")
+    lines = b"".join(b"%03d" % i + b"x" * 99_000 + b"\n" for i in range(30))  # 3 MB for one partition
+    r = proc.run(["--config", config, "-o", "json", "publish", "--key", "one-key"], env, input=lines, timeout=90)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "were sent again: partitions were over their write rate" in r.stderr.decode()
+    results = json.loads(r.stdout)
+    assert len(results) == 30 and not any(x["error"] for x in results)
+    partition = results[0]["partition"]
+    got, cursor = [], sdk.cursor(sid, partition, "TRIM_HORIZON")
+    while True:
+        page, cursor = sdk.get(sid, cursor)
+        if not page:
+            break
+        got += [base64.b64decode(m.value)[:3] for m in page]
+    assert got == [b"%03d" % i for i in range(30)]  # each once, in the order given
+
+
+def test_a_commit_refused_because_the_partition_moved_is_a_rebalance_for_tail(real):
+    """`tail --no-commit-on-get` holds a batch its reader does not take; its reservation runs out and another
+    instance reads the partition. When the reader comes back, the service refuses the commit ("Trying to commit
+    unreserved partition"): tail says the partition moved, keeps running, and nothing is lost."""
+    sdk, config, env = real()
+    sid = sdk.stream(partitions=1, name="orders")
+    sdk.put(sid, [("k", f"m{i}-".encode() + b"x" * 40_000) for i in range(6)])
+    args = ["--config", config, "tail", "--instance", "a", "--no-commit-on-get", "--batch-limit", "3"]
+    env = {**env, "OCIGROUP_GROUP_MAX_PROCESSING_S": "1"}
+    a = subprocess.Popen([proc.exe(), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(4.5)  # its reader takes nothing: the pipe fills, heartbeats stop after 1 s, 2 s later it lapses
+        b = sdk.group_cursor(sid, "g", "b", timeout_in_ms=1000)
+        got, b = sdk.get(sid, b)
+        time.sleep(0.3)
+        sdk.get(sid, b)  # commits what b read
+        assert [base64.b64decode(m.value)[:3] for m in got] == [f"m{i}-".encode() for i in range(6)]
+        out = a.stdout.read(3 * 40_003)  # the reader comes back for the batch it was given
+        time.sleep(3)
+    finally:
+        a.send_signal(signal.SIGINT)
+        _, err = a.communicate(timeout=30)
+    err_text = err.decode()
+    assert a.returncode == 130, err_text
+    assert "moved to another instance before its last batch was committed" in err_text
+    assert "Traceback" not in err_text and "error:" not in err_text
+    assert out.startswith(b"m0-")  # it wrote its batch; b read it again: at least once, nothing lost
+
+
+def test_offsets_never_committed_reported_as_minus_one_mean_nothing_committed(real):
+    """2018's recorded traffic shows committedOffset -1 for a partition never committed: every command reads it as
+    "nothing committed", never as offset -1."""
+    sdk, config, env = real(uncommitted_as_minus_one=True)
+    sid = sdk.stream(partitions=2, name="orders")
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(10)])
+    sdk.group_cursor(sid, "g", "a", timeout_in_ms=1000)
+    assert {r.committed_offset for r in sdk.group(sid, "g").values()} == {-1}
+    inspect = proc.run(["--config", config, "inspect", "-o", "json"], env)
+    assert inspect.returncode == 0, inspect.stderr.decode()
+    view = json.loads(inspect.stdout)
+    assert [p["committed_offset"] for p in view["partitions"]] == [None, None]
+    assert view["totals"]["lag_messages"] == 10 and view["totals"]["lost_partitions"] == []
+    plan = proc.run(["--config", config, "reset", "--to", "latest", "-o", "json"], env)
+    assert [p["committed_offset"] for p in json.loads(plan.stdout)["partitions"]] == [None, None]
+    waiting = [sum(1 for i in range(10) if zlib.crc32(f"k{i}".encode()) % 2 == p) for p in (0, 1)]
+    assert [p["skip"] for p in json.loads(plan.stdout)["partitions"]] == waiting
+    peek = proc.run(["--config", config, "tail", "--peek", "-f", "json"], env)
+    assert sorted(json.loads(line)["value"] for line in peek.stdout.decode().splitlines()) == sorted(
+        f"v{i}" for i in range(10)
+    )
