@@ -14,8 +14,8 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: lint
-	$(BIN)/python -m pytest
+test: lint  ## two workers: the suite mostly waits (on processes, sockets, real time), see README
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check ocigroup_cli tests benchmarks reliability

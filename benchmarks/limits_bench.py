@@ -151,7 +151,11 @@ def side_by_side(emu: BenchEmulator, env: dict[str, str], instances: int, second
         if proc.returncode not in (0, 130) or "error:" in text:
             errors.append(f"{name} exited {proc.returncode}: {text.strip().splitlines()[-1:]}")
     print(f"{instances} tails and inspect --watch for {seconds:.0f} s: {sum(total.values())} requests ({show(total)})")
-    print(f"  429 answers met and retried: {throttled(total)}; reaching a process as an error: {len(errors)}")
+    by_op = Counter({op: n for (op, status), n in total.items() if status == "429"})
+    detail = ", ".join(f"{op} {n}" for op, n in sorted(by_op.items())) or "none"
+    print(
+        f"  429 answers met and retried: {throttled(total)} ({detail}); reaching a process as an error: {len(errors)}"
+    )
     for line in errors:
         print(f"    {line}")
     summary.record(f"limits: {instances} tails + watch, errors from 429", len(errors), None, "", "0", "-")

@@ -211,8 +211,9 @@ def drain_and_stop(run: Run) -> None:
         REAL.sleep(0.1)
     # the instances' idle reads commit their last batches; a partition handed over at the last moment is read
     # again by its new owner first, so allow a reservation's lapse and two heartbeats for that
-    until = run.now() + run.setting.timeout_ms / 1000 + 2 * run.setting.heartbeat_ms / 1000 + 2.0
-    while not _committed_to_the_end(run) and run.now() < until:
+    since = run.now()
+    until = since + run.setting.timeout_ms / 1000 + 2 * run.setting.heartbeat_ms / 1000 + 2.0
+    while not _committed_to_the_end(run, since) and run.now() < until:
         run.sleep(0.1)
     for proc in run.slots:  # a tail stops cleanly on SIGTERM (130) once it has started; before that, SIGTERM ends
         while run.now() - proc.started < STARTED_S:  # it as it ends any process (-15): an instance restarted
@@ -226,8 +227,9 @@ def drain_and_stop(run: Run) -> None:
     run.shown("final")
 
 
-def _committed_to_the_end(run: Run) -> bool:
-    """Whether GetGroup shows every partition committed up to the last message the history knows of."""
+def _committed_to_the_end(run: Run, since: float) -> bool:
+    """Whether GetGroup, sampled by the observer after `since`, shows every partition committed up to the last
+    message the history knows of."""
     last: dict[int, int] = {}
     with run.recorder.lock:
         stored = [(a.partition, a.offset) for a in run.recorder.history.acked]
@@ -235,9 +237,11 @@ def _committed_to_the_end(run: Run) -> bool:
     for partition, offset in stored:
         if partition >= 0:
             last[partition] = max(last.get(partition, -1), offset)
-    shown = snapshot(run.client, run.stream, GROUP, run.now, "drain")
-    return shown is not None and all(
-        p < len(shown.committed) and shown.committed[p] == offset for p, offset in last.items()
+    shown = run.observer.latest if run.observer is not None else None  # GetGroup's rate is the instances' too
+    return (
+        shown is not None
+        and shown.t > since
+        and all(p < len(shown.committed) and shown.committed[p] == offset for p, offset in last.items())
     )
 
 

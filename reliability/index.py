@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
@@ -30,6 +31,11 @@ class Timeline(Generic[T]):
         hi = bisect_right(self.times, end)
         return self.values[lo:hi]
 
+    def first_after(self, t: float) -> T | None:
+        """The first value shown after `t`; None when none was."""
+        i = bisect_right(self.times, t)
+        return self.values[i] if i < len(self.values) else None
+
     def around(self, t: float) -> tuple[T, T] | None:
         """The last value shown at or before `t` and the first at or after it; None when either is missing."""
         i = bisect_right(self.times, t)
@@ -40,8 +46,11 @@ class Timeline(Generic[T]):
 
 
 def _committed(samples: list[Sample], partition: int) -> Timeline[int | None]:
+    """What GetGroup showed, after what is known without asking: a run's group starts on a new stream, with
+    nothing committed (so a rewind to the first message before the first sample is a resume, not a defect)."""
     shown = [s for s in samples if partition < len(s.committed)]
-    return Timeline([s.t for s in shown], [s.committed[partition] for s in shown])
+    values: list[int | None] = [None, *(s.committed[partition] for s in shown)]
+    return Timeline([-math.inf, *(s.t for s in shown)], values)
 
 
 def _owners(samples: list[Sample], partition: int) -> Timeline[str | None]:
@@ -88,6 +97,18 @@ class Index:
         offsets = self.known.get(partition, [])
         i = 0 if committed is None else bisect_right(offsets, committed)
         return offsets[i] if i < len(offsets) else None
+
+    def before(self, partition: int, offset: int) -> int | None:
+        """The known message just before `offset` (-1 when `offset` is the first; None when it is not known)."""
+        offsets = self.known.get(partition, [])
+        i = bisect_left(offsets, offset)
+        if i == len(offsets) or offsets[i] != offset:
+            return None
+        return offsets[i - 1] if i else -1
+
+    def delivered_by(self, partition: int, offset: int, t: float) -> bool:
+        """Whether some process wrote (partition, offset) before `t` (-1: the start, always)."""
+        return offset == -1 or any(d.t < t for d in self.copies.get((partition, offset), []))
 
     def first_waiting(self, partition: int, t: float) -> float | None:
         """When the earliest acknowledged message above everything delivered from the partition by `t` was

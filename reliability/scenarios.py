@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 from reliability import REAL
@@ -75,13 +76,20 @@ def resets(run: Run) -> None:
         run.recorder.record(Exit(run.now(), f"reset-{i}", "reset", done.returncode, 0, traceback))
         if done.returncode == 0:
             record = json.loads(done.stdout)
-            after = {int(r["partition"]): r["committed_after"] for r in record["result"]}
+            # what UpdateGroup set: the plan's next reads (its target is absolute); a GetGroup after it may
+            # already show the instances' commits since
+            after = {int(r["partition"]): _set_by_reset(r) for r in record["result"]}
             # in force from the moment UpdateGroup was called (the record's executed_at, on the wall clock); the
             # plan before it takes a while at the service's 5 requests a second
             executed_ago = (REAL.time_ms() - parse_rfc3339_ms(record["executed_at"])) / 1000
             applied = min(run.now(), max(t, run.now() - executed_ago))
             run.recorder.record(Sample(applied, [], [after.get(p) for p in range(run.stream.partitions)], "reset"))
         run.fault("reset", t, run.now())
+
+
+def _set_by_reset(result: dict[str, Any]) -> int | None:
+    """The committed offset a reset's UpdateGroup set on a partition: just below its next read."""
+    return result["committed_after"] if result["next_read"] is None else int(result["next_read"]) - 1
 
 
 def stalls(run: Run) -> None:

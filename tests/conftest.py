@@ -40,6 +40,30 @@ HYPOTHESIS_PROFILE = os.environ.get("OCIGROUP_HYPOTHESIS_PROFILE") or (
 settings.load_profile(HYPOTHESIS_PROFILE)
 
 
+# Run with workers (`make test`: pytest -n 2 --dist loadgroup), the tests that start JVMs (Spark) and the timed
+# fault scenarios (reliability) share one worker, one after another: they never run at the same time as each
+# other, the Spark engine of the session is started once, and the other worker takes the rest.
+HEAVY = ("tests/commands/test_export", "tests/export/", "tests/reliability/test_scenarios.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the marks
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.startswith(HEAVY):
+            item.add_marker(pytest.mark.xdist_group("heavy"))
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # a worker: its counts go to the controller
+        session.config.workeroutput["hypothesis_cases"] = {t: dict(c) for t, c in HYPOTHESIS_CASES.items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for title, counts in node.workeroutput.get("hypothesis_cases", {}).items():
+        HYPOTHESIS_CASES[title].update(counts)
+
+
 def pytest_terminal_summary(terminalreporter):
     for title, counts in HYPOTHESIS_CASES.items():
         listed = ", ".join(f"{what} {n:,}" for what, n in counts.items())

@@ -222,7 +222,7 @@ def _look(
     from ocigroup_cli.ops.newest import last_seen, note_seen
 
     hints = before.newest_ms() if before else last_seen(s.stream.id)
-    view = describe(s.client, s.stream, group, now_ms, lag_cap, hints)
+    view = describe(s.client, s.stream, group, now_ms, lag_cap, hints, before)
     if before is None:
         remember(s.stream.id, group)
     note_seen(s.stream.id, view.newest_ms())

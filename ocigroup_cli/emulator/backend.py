@@ -1,16 +1,15 @@
 """Service semantics: one method per OCI Streaming operation, each one SQLite transaction.
 
 Methods take parsed JSON / query values and return wire-shaped results; the HTTP layer only parses and
-serialises. `now` is read once per request from the injected clock.
+serialises. `now` is read once per request from the injected clock. This module has the cursors, the reads and
+the consumer groups; writes and rates are in emulator/produce.py, the stream admin calls in emulator/streams.py.
 """
 
 from __future__ import annotations
 
-import base64
 import secrets
 import sqlite3
 import uuid
-from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,30 +25,14 @@ from ocigroup_cli.emulator.errors import (
     retention_lost,
     too_many_requests,
 )
-from ocigroup_cli.emulator.limits import (
-    DEFAULT_READ_BUDGET_BYTES,
-    MAX_GROUPS_PER_STREAM,
-    MAX_KEY_BYTES,
-    MAX_REQUEST_BYTES,
-    MAX_VALUE_BYTES,
-    RateLimiter,
-)
+from ocigroup_cli.emulator.limits import MAX_GROUPS_PER_STREAM
+from ocigroup_cli.emulator.produce import Options, Producer
 from ocigroup_cli.emulator.store import Store
-from ocigroup_cli.emulator.streams import DEFAULT_TRANSITION_MS, StreamRow, Streams
+from ocigroup_cli.emulator.streams import StreamRow
 
 GROUP_TYPES = ("AT_TIME", "LATEST", "TRIM_HORIZON")
 CURSOR_TYPES = ("AFTER_OFFSET", "AT_OFFSET", "AT_TIME", "LATEST", "TRIM_HORIZON")
 DEFAULT_TIMEOUT_MS = 30_000
-
-
-@dataclass(frozen=True)
-class Options:
-    region: str = "us-ashburn-1"
-    dense_offsets: bool = False
-    rate_limits: bool = True  # the service's: off only for load tests and benchmarks of the tool itself
-    read_budget_bytes: int = DEFAULT_READ_BUDGET_BYTES
-    transition_ms: int = DEFAULT_TRANSITION_MS  # how long a stream is CREATING (or DELETING)
-    uncommitted_as_minus_one: bool = False  # GetGroup's committedOffset for "never committed": -1, as in 2018's traffic
 
 
 @dataclass(frozen=True)
@@ -61,100 +44,12 @@ class Messages:
     next_cursor: str
 
 
-class Backend(Streams):
+class Backend(Producer):
     def __init__(self, store: Store, clock: Clock, options: Options | None = None, endpoint: str = "") -> None:
-        self.options = options or Options()
-        super().__init__(store, clock, self.options.region, endpoint, self.options.transition_ms)
+        super().__init__(store, clock, options, endpoint)
         self.cursors = CursorCodec(store.meta_secret("cursor-secret", secrets.token_bytes(32)))
-        self.rates = RateLimiter()
 
     # -- data plane: messages and partition cursors -------------------------------------------------------
-
-    def put_messages(self, stream_id: str, body: Any) -> dict[str, Any]:
-        items = validate.body_object(body).get("messages")
-        if not isinstance(items, list) or not items:
-            raise invalid("'messages' must be a non-empty list of {key, value} entries.")
-        parsed: list[tuple[bytes, str | None, str, int]] = []
-        total = 0
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise invalid(f"messages[{i}] must be an object with 'value' and an optional 'key'.")
-            if item.get("value") is None:
-                raise invalid(f"messages[{i}].value is required.")
-            value_size = validate.b64_size(item["value"], f"messages[{i}].value")
-            if value_size > MAX_VALUE_BYTES:
-                raise invalid(f"messages[{i}].value is {value_size} bytes; the limit is {MAX_VALUE_BYTES} (1 MiB).")
-            key = item.get("key")
-            if key is None:  # placed as if by a key the service made up, and read back with no key, as on the service
-                raw_key = uuid.uuid4().bytes
-                key_size = 0
-                total += value_size
-            else:
-                key_size = validate.b64_size(key, f"messages[{i}].key")
-                if key_size > MAX_KEY_BYTES:
-                    raise invalid(f"messages[{i}].key is {key_size} bytes; the limit is {MAX_KEY_BYTES}.")
-                raw_key = base64.b64decode(key)
-                total += key_size + value_size
-            parsed.append((raw_key, key, item["value"], key_size + value_size))
-        if total > MAX_REQUEST_BYTES:
-            raise limit_exceeded(f"The request carries {total} bytes of keys and values; the limit is 1 MiB.")
-
-        now = self.clock.time_ms()
-        with self.store.transaction() as db:
-            stream = self._active(db, stream_id)
-            by_partition: dict[int, list[int]] = defaultdict(list)
-            for i, (raw_key, *_rest) in enumerate(parsed):
-                by_partition[log.partition_for_key(raw_key, stream.partitions)].append(i)
-            results: list[dict[str, Any]] = [{} for _ in parsed]
-            stored = self._within_write_rate(stream_id, by_partition, parsed, results, now)
-            cutoff = log.retention_cutoff(now, stream.retention_hours)
-            for p, idx in sorted(stored.items()):
-                log.purge_expired(db, stream.sk, p, cutoff)
-                entries = [(parsed[i][1], parsed[i][2], parsed[i][3]) for i in idx]
-                for i, done in zip(
-                    idx,
-                    log.append(db, stream.sk, stream_id, p, entries, now, self.options.dense_offsets),
-                    strict=True,
-                ):
-                    results[i] = {
-                        "partition": str(p),
-                        "offset": done.offset,
-                        "timestamp": ms_to_rfc3339(done.ts_ms),
-                    }
-        failures = sum(1 for r in results if "error" in r)
-        return {"failures": failures, "entries": results}
-
-    def _within_write_rate(
-        self,
-        stream_id: str,
-        by_partition: dict[int, list[int]],
-        parsed: list[tuple[bytes, str | None, str, int]],
-        results: list[dict[str, Any]],
-        now: int,
-    ) -> dict[int, list[int]]:
-        """The entries each partition takes within its write rate: a prefix, so that what fails comes after what is
-        stored and a producer that sends the failed ones again keeps each key's order. The others are marked failed
-        in `results`, as the service does (200 with `failures`); a request of which nothing fits is refused (429)."""
-        if not self.options.rate_limits:
-            return by_partition
-        stored: dict[int, list[int]] = {}
-        for p, idx in by_partition.items():
-            budget, taken = self.rates.write_budget(stream_id, p, now), 0
-            fits = 0
-            while fits < len(idx) and taken + parsed[idx[fits]][3] <= budget:
-                taken += parsed[idx[fits]][3]
-                fits += 1
-            if fits:
-                stored[p] = idx[:fits]
-                self.rates.spend_write(stream_id, p, taken, now)
-            for i in idx[fits:]:
-                results[i] = {
-                    "error": "TooManyRequests",
-                    "errorMessage": f"Partition {p} is over its write rate of 1 MB/s; the message was not stored.",
-                }
-        if not stored:
-            raise too_many_requests("every partition of this request is over its write rate of 1 MB/s", 1000)
-        return stored
 
     def create_cursor(self, stream_id: str, body: Any) -> dict[str, str]:
         body = validate.body_object(body)
@@ -361,11 +256,6 @@ class Backend(Streams):
             if not groups.held_throughout(slots.get(p), instance, v[0]) or slots[p].epoch == v[0]
         }
 
-    def _limit(self, now: int, operation: str, *scope: str) -> None:
-        """429 when `operation` is over its 5 requests per second in `scope`."""
-        if self.options.rate_limits and (wait := self.rates.wait_ms((operation, *scope), now)):
-            raise too_many_requests(f"more than 5 {operation} requests per second", wait)
-
     def _check_read_rate(self, stream_id: str, group: str, partitions: list[int], now: int) -> None:
         if not self.options.rate_limits:
             return
@@ -373,25 +263,6 @@ class Backend(Streams):
         if wait:
             by = f" by group {group!r}" if group else ""
             raise too_many_requests(f"more than 5 GetMessages per second on partition {p}{by}", wait)
-
-    # -- admin: the stream calls count against their own rates ---------------------------------------------
-
-    def create_stream(self, body: Any) -> tuple[dict[str, Any], str]:
-        compartment = body.get("compartmentId") or body.get("streamPoolId") if isinstance(body, dict) else None
-        self._limit(self.clock.time_ms(), "CreateStream", str(compartment))
-        return super().create_stream(body)
-
-    def get_stream(self, stream_id: str) -> dict[str, Any]:
-        self._limit(self.clock.time_ms(), "GetStream", stream_id)
-        return super().get_stream(stream_id)
-
-    def list_streams(self, query: dict[str, str]) -> tuple[list[dict[str, Any]], str | None]:
-        self._limit(self.clock.time_ms(), "ListStreams", query.get("compartmentId") or query.get("streamPoolId", ""))
-        return super().list_streams(query)
-
-    def delete_stream(self, stream_id: str) -> str:
-        self._limit(self.clock.time_ms(), "DeleteStream", stream_id)
-        return super().delete_stream(stream_id)
 
 
 __all__ = ["Backend", "Messages", "Options", "ServiceError"]

@@ -7,7 +7,7 @@ cursor, up to a cap; past the cap, the newest offset (found by probing, ops/reac
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ocigroup_cli.client.streaming import StreamingClient
@@ -15,10 +15,9 @@ from ocigroup_cli.core import balance
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.loss import Loss, resume_at
 from ocigroup_cli.core.models import StreamInfo
-from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import Position
-from ocigroup_cli.ops.reach import Reach, measure
+from ocigroup_cli.ops.reach import Look, Reach, measure
 
 LAG_THREADS = 4
 
@@ -51,6 +50,7 @@ class GroupView:
     at: str
     partitions: list[PartitionView]
     balance: balance.Balance
+    reaches: dict[int, Reach] = field(default_factory=dict, repr=False)  # what the next look reads on from
 
     @property
     def total_lag(self) -> int:
@@ -124,21 +124,25 @@ def _reaches(
     client: StreamingClient,
     stream: StreamInfo,
     committed: dict[int, int | None],
-    cap: int,
-    now_ms: int,
+    look: Look,
     hints: dict[int, int],
+    before: dict[int, Reach],
 ) -> dict[int, Reach]:
-    """Every partition's reach, measured on up to LAG_THREADS connections at once (reads wait on the network)."""
+    """Every partition's reach, measured on up to LAG_THREADS connections at once (reads wait on the network; the
+    client's pacing is shared by them all)."""
     partitions = sorted(committed)
     workers = min(LAG_THREADS, len(partitions))
-    sizer = Sizer()  # shared: what one partition's answers teach sizes the others'
+
+    def one(c: StreamingClient, p: int) -> Reach:
+        return measure(c, stream, p, committed[p], look, hints.get(p), before.get(p))
+
     if workers <= 1:
-        return {p: measure(client, stream, p, committed[p], cap, now_ms, sizer, hints.get(p)) for p in partitions}
+        return {p: one(client, p) for p in partitions}
     clients = [client] + [client.clone() for _ in range(workers - 1)]
     shards = [partitions[i::workers] for i in range(workers)]
 
     def run(i: int) -> dict[int, Reach]:
-        return {p: measure(clients[i], stream, p, committed[p], cap, now_ms, sizer, hints.get(p)) for p in shards[i]}
+        return {p: one(clients[i], p) for p in shards[i]}
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -158,14 +162,16 @@ def describe(
     now_ms: int,
     lag_cap: int = DEFAULT_LAG_CAP,
     hints: dict[int, int] | None = None,
+    before: GroupView | None = None,
 ) -> GroupView:
-    """The group now; `hints`: where each partition's newest message was last time (epoch ms)."""
+    """The group now; `hints`: where each partition's newest message was last time (epoch ms); `before`: the last
+    look (a --watch refresh), read on from where it ended."""
     hints = hints or {}
     reservations = {r.partition: r for r in client.get_group(stream, group)}
     committed_of = {
         p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)
     }
-    reaches = _reaches(client, stream, committed_of, lag_cap, now_ms, hints)
+    reaches = _reaches(client, stream, committed_of, Look(lag_cap, now_ms), hints, before.reaches if before else {})
     views = []
     for p in range(stream.partitions):
         r = reservations.get(p)
@@ -193,4 +199,4 @@ def describe(
             )
         )
     owners = {v.partition: v.instance for v in views}
-    return GroupView(stream.name, group, ms_to_rfc3339(now_ms), views, balance.check(owners))
+    return GroupView(stream.name, group, ms_to_rfc3339(now_ms), views, balance.check(owners), reaches)

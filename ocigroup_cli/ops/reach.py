@@ -7,11 +7,17 @@ waits. A count that reaches the cap is a lower bound; the newest offset, found b
 A short answer from GetMessages is not proof of the end (the service sizes its batches by the stream's
 average message size): only an empty one is. Answers are sized in bytes (core/sizing.py), and counting stops
 after COUNT_BYTES: a partition of 1 MiB messages is counted as far as that goes, then bounded by offsets.
+
+The service allows 5 CreateCursor a second per stream, so a look spares them: the newest message one partition
+found is where the others probe first (the partitions of a stream are written together), and the next look
+(`inspect --watch`) reads on from the cursor left just past each partition's newest message (cursors live 5
+minutes) instead of searching again, counting again from the committed offset only where it moved.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.limits import MAX_GET_LIMIT
@@ -23,7 +29,9 @@ from ocigroup_cli.ops.positions import at_commit
 
 PROBE_PAGE = 1_000  # messages a probe reads before it calls what it found "more"
 WALK_PAGES = 3  # where probing cannot go (one PutMessages gives all its messages one millisecond), read on
+READ_ON_PAGES = 3  # past the cap, answers read on before probing: a backlog this short costs no CreateCursor
 COUNT_BYTES = 64 << 20  # read at most this much (base64) per partition to count its lag
+REUSE_MS = 4 * 60_000  # a cursor from the last look is read on from this long (the service's live 5 minutes)
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,31 @@ class Reach:
     first_waiting: Message | None
     newest: Message | None  # the partition's newest message, when known
     lost: Loss | None = None  # the committed offset has left retention: the messages after it that expired
+    committed: int | None = None  # what it was measured from
+    past_newest: str | None = None  # a cursor just past the newest message, for the next look
+    at_ms: int = 0  # when that cursor was issued
+
+
+@dataclass
+class Look:
+    """What the partitions of one look share: the count cap, the time, the answer sizing, and the newest message
+    found on any partition so far (where the others probe first)."""
+
+    cap: int
+    now_ms: int
+    sizer: Sizer = field(default_factory=Sizer)
+    newest_ms: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def hint(self, own: int | None) -> int | None:
+        """Where to probe first: where this partition's newest was last time, else the stream's newest now."""
+        with self._lock:
+            return own if own is not None else self.newest_ms
+
+    def found(self, newest: Message | None) -> None:
+        if newest is not None:
+            with self._lock:
+                self.newest_ms = max(self.newest_ms or 0, newest.timestamp_ms)
 
 
 def measure(
@@ -41,14 +74,34 @@ def measure(
     stream: StreamInfo,
     partition: int,
     committed: int | None,
-    cap: int,
-    now_ms: int,
-    sizer: Sizer | None = None,
+    look: Look,
     hint_ms: int | None = None,
+    before: Reach | None = None,
 ) -> Reach:
-    """Count the messages after `committed` up to `cap` (or COUNT_BYTES), and find the newest message (`hint_ms`:
-    where it was last time)."""
-    sizer = sizer or Sizer()
+    """Count the messages after `committed` up to the cap (or COUNT_BYTES), and find the newest message
+    (`hint_ms`: where it was last time; `before`: the last look's reach, read on from where it ended)."""
+    if before is not None and before.past_newest is not None and look.now_ms - before.at_ms < REUSE_MS:
+        again = _read_on(client, stream, partition, committed, look, before)
+        if again is not None:
+            look.found(again.newest)
+            return again
+    reach = _count(client, stream, partition, committed, look, look.hint(hint_ms))
+    look.found(reach.newest)
+    return reach
+
+
+def _count(
+    client: StreamingClient,
+    stream: StreamInfo,
+    partition: int,
+    committed: int | None,
+    look: Look,
+    hint_ms: int | None,
+    newest: tuple[Message | None, str | None] | None = None,
+) -> Reach:
+    """Count from the committed offset, then find the newest message unless `newest` (and the cursor past it) is
+    known already."""
+    cap, sizer = look.cap, look.sizer
     cursor, at_committed = at_commit(client, stream, partition, committed)
     skip = int(at_committed)  # the first message read is the committed one: not waiting
     count, first, last, read = 0, None, None, 0
@@ -56,7 +109,7 @@ def measure(
     while count < cap and read < COUNT_BYTES:
         page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(cap - count + skip))
         if not page:
-            return Reach(count, False, count, first, last, gone)
+            return Reach(count, False, count, first, last, gone, committed, cursor, look.now_ms)
         read += sizer.saw(page)
         last = page[-1]
         if skip:
@@ -67,9 +120,54 @@ def measure(
             first = first or page[0]
             count += len(page)
     assert first is not None and last is not None
-    newest = find_newest(client, stream, partition, last, now_ms, sizer, hint_ms)
-    at_most = None if newest is None else max(count, newest.offset - first.offset + 1)
-    return Reach(count, True, at_most, first, newest, gone)
+    found, past = newest or _read_to_end(client, stream, cursor, last, sizer)
+    if past is None:  # more than a few answers hold past the cap: probe for the newest instead
+        found, past = _search(client, stream, partition, last, look.now_ms, sizer, hint_ms)
+    at_most = None if found is None else max(count, found.offset - first.offset + 1)
+    return Reach(count, True, at_most, first, found, gone, committed, past, look.now_ms)
+
+
+def _read_to_end(
+    client: StreamingClient, stream: StreamInfo, cursor: str, last: Message, sizer: Sizer
+) -> tuple[Message | None, str | None]:
+    """Read on past the cap for up to READ_ON_PAGES answers: the newest message and the cursor past it when the
+    end comes that soon (no CreateCursor spent), else (None, None)."""
+    for _ in range(READ_ON_PAGES):
+        page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(MAX_GET_LIMIT))
+        sizer.saw(page)
+        if not page:
+            return last, cursor
+        last = page[-1]
+    return None, None
+
+
+def _read_on(
+    client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None, look: Look, before: Reach
+) -> Reach | None:
+    """The reach from the last look's: what arrived since, read from the cursor it left past the newest message,
+    and the count carried over while the committed offset stayed put (else counted again). None when that cannot
+    be told this way (more arrived than a few answers hold, or what waited first may have left retention)."""
+    assert before.past_newest is not None
+    cursor, arrived = before.past_newest, []
+    for _ in range(WALK_PAGES):
+        page, cursor = client.get_messages(stream, cursor, limit=look.sizer.limit(MAX_GET_LIMIT))
+        look.sizer.saw(page)
+        if not page:
+            break
+        arrived += page
+    else:
+        return None
+    newest = arrived[-1] if arrived else before.newest
+    first = before.first_waiting
+    retention_ms = (stream.retention_hours or 24) * 3_600_000
+    if committed != before.committed or (first is not None and first.timestamp_ms < look.now_ms - retention_ms):
+        return _count(client, stream, partition, committed, look, None, (newest, cursor))
+    first = first or (arrived[0] if arrived else None)
+    count = before.waiting + (0 if before.capped else len(arrived))
+    if before.capped or count > look.cap:
+        at_most = None if newest is None or first is None else max(look.cap, newest.offset - first.offset + 1)
+        return Reach(min(count, look.cap), True, at_most, first, newest, before.lost, committed, cursor, look.now_ms)
+    return Reach(count, False, count, first, newest, before.lost, committed, cursor, look.now_ms)
 
 
 def find_newest(
@@ -82,6 +180,19 @@ def find_newest(
     hint_ms: int | None = None,
 ) -> Message | None:
     """The newest message of the partition, at or after `known`; None if the search gives up."""
+    return _search(client, stream, partition, known, now_ms, sizer, hint_ms)[0]
+
+
+def _search(
+    client: StreamingClient,
+    stream: StreamInfo,
+    partition: int,
+    known: Message,
+    now_ms: int,
+    sizer: Sizer,
+    hint_ms: int | None = None,
+) -> tuple[Message | None, str | None]:
+    """The newest message at or after `known` and a cursor just past it; (None, None) if the search gives up."""
     search = Search.since(known.timestamp_ms, now_ms, hint_ms)
     while (at := search.next_probe()) is not None:
         cursor = client.create_cursor(stream, partition, "AT_TIME", time_ms=at)
@@ -92,20 +203,22 @@ def find_newest(
             search.found_nothing(at)
             continue
         if len(page) < limit:
-            more, _ = client.get_messages(stream, cursor, limit=limit)
+            more, past = client.get_messages(stream, cursor, limit=limit)
             if not more:
-                return page[-1]
+                return page[-1], past
             page = more
         search.found_more(at, page[-1].timestamp_ms)
     return _walk(client, stream, partition, search.lo_ms, sizer)
 
 
-def _walk(client: StreamingClient, stream: StreamInfo, partition: int, from_ms: int, sizer: Sizer) -> Message | None:
+def _walk(
+    client: StreamingClient, stream: StreamInfo, partition: int, from_ms: int, sizer: Sizer
+) -> tuple[Message | None, str | None]:
     """Read on from `from_ms` up to WALK_PAGES full answers: the last message before an empty answer, if any."""
     cursor, last = client.create_cursor(stream, partition, "AT_TIME", time_ms=from_ms), None
     for _ in range(WALK_PAGES):
         page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(MAX_GET_LIMIT))
         if not page:
-            return last
+            return last, cursor if last is not None else None
         last = page[-1]
-    return None
+    return None, None

@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from ocigroup_cli.client.streaming import StreamingClient
-from ocigroup_cli.config import GroupSettings
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.pacing import interval_for
-from ocigroup_cli.core.session import Rules
-from ocigroup_cli.core.timespec import EARLIEST, Position
 from ocigroup_cli.errors import AuthFailed, InvalidCursor, NotFound, OcigroupError, RetentionLost, UnreservedCommit
 from ocigroup_cli.ops import dataloss
+from ocigroup_cli.ops.instance import Sink, TailOptions, TailStats
+
+__all__ = ["Sink", "Tail", "TailOptions", "TailStats"]
 
 IDLE_WAIT_S = 0.25  # between empty reads; stays under the service's 5 GET/s per partition
 ASSIGNMENT_CHECK_S = 2.0  # GetGroup at most this often, and less often in a group of many instances ...
@@ -55,61 +53,6 @@ ON_READ_FAILURE: dict[type[OcigroupError], str] = {
 
 def on_read_failure(exc: OcigroupError) -> str:
     return next((action for kind, action in ON_READ_FAILURE.items() if isinstance(exc, kind)), "stop")
-
-
-@dataclass(frozen=True)
-class TailOptions:
-    group: str
-    instance: str
-    rules: Rules
-    start: Position = EARLIEST  # where a new group starts
-    commit_on_get: bool = True
-    timeout_ms: int = 30_000
-    batch_limit: int | None = None
-    max_messages: int | None = None
-    until_end: bool = False
-    on_data_loss: str = "stop"  # or "resume": move the group on past lost messages by itself
-    options: str = ""  # global options to repeat in a command shown to the user (e.g. " --profile prod")
-
-    @classmethod
-    def of(cls, settings: GroupSettings, group: str, instance: str, start: Position, **limits: Any) -> TailOptions:
-        """Options from the profile's group settings; `limits`: batch_limit, max_messages, until_end, options."""
-        rules = settings.rules()
-        return cls(
-            group,
-            instance,
-            rules,
-            start,
-            settings.commit_on_get,
-            settings.timeout_ms,
-            on_data_loss=settings.on_data_loss,
-            **limits,
-        )
-
-
-class Sink(Protocol):
-    def deliver(self, batch: list[Message]) -> None:
-        """Return once every message of the batch reached the reader; raise when it cannot."""
-
-    def check(self) -> None:
-        """Raise when the reader has gone away (called while idle)."""
-
-
-@dataclass
-class TailStats:
-    written: int = 0  # messages the sink confirmed delivered
-    batches: int = 0
-    rebalances: int = 0
-    held: tuple[int, ...] = ()
-    members: int = 1  # live instances in the group, at the last look
-    committed_batches: int = 0
-    in_flight: int = 0  # messages of a batch handed to the sink and not confirmed (at exit: not committed)
-    final_commit_failed: bool = False
-    started: float = 0.0  # the clock's monotonic time when the instance joined
-    moves: list[str] = field(default_factory=list)  # each move past data loss, summed up
-
-    def rate(self, now: float) -> float:
-        return self.written / max(1e-9, now - self.started)
 
 
 class Tail:
@@ -154,7 +97,7 @@ class Tail:
         self.written = None  # what was owed a commit is read again from the committed offsets
 
     def _outage(self, failure: OcigroupError) -> None:
-        self.notice(f"service unavailable, retrying until it answers: {failure.message}")
+        self.notice(f"waiting for the service, retrying until it answers: {failure.message}")
 
     def _read(self, limit: int | None) -> list[Message]:
         """GetMessages, patient with outages (the client waits them out); other failures as ON_READ_FAILURE says."""

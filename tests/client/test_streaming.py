@@ -107,6 +107,14 @@ def test_requests_keep_within_the_rates_and_a_429_is_waited_out(api_key, tmp_pat
         client.create_cursor(stream, 0, "LATEST")
         assert [t for t in trace if t.startswith("CreateCursor: 429 ")], trace
         assert trace[-1].startswith("CreateCursor: 200 ")
+        clock.advance_ms(1100)
+        theirs = other.cursor(stream.id, 0, "TRIM_HORIZON")
+        for _ in range(5):
+            other.get(stream.id, theirs)  # the partition's reads for this second, spent
+        told: list[str] = []
+        client.get_messages(stream, cursor, patient=lambda failure: told.append(failure.message))
+        assert trace[-2].startswith("GetMessages: 429 ") and trace[-1].startswith("GetMessages: 200 "), trace
+        assert told == [], "a patient consumer hears of outages, not of the service's pace"
         client.close()
     finally:
         server.stop()

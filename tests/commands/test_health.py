@@ -76,7 +76,9 @@ def test_a_lag_past_the_cap_is_a_range_or_a_lower_bound_in_the_exit_message_too(
     sdk.group_cursor(_sid(sdk), "billing", "a")
     r = cli("inspect", "--lag-cap", "10", "--fail-on-lag", "5")
     assert r.code == 5 and "total lag 10–" in r.err and "exceeds --fail-on-lag 5" in r.err
-    # more than a probe's page in the newest millisecond (the test clock stands still), and no walk past them
+    # more than a probe's page in the newest millisecond (the test clock stands still), and no reading on or
+    # walking past them
+    monkeypatch.setattr("ocigroup_cli.ops.reach.READ_ON_PAGES", 0)
     monkeypatch.setattr("ocigroup_cli.ops.reach.WALK_PAGES", 0)
     sdk.put(_sid(sdk), [("same-key", "x") for i in range(1_100)])
     r = cli("inspect", "--lag-cap", "10", "--fail-on-lag", "5")

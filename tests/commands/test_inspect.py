@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_inspect_shows_owners_commits_and_lag(cli, sdk):
     sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
@@ -37,10 +39,15 @@ def test_lag_is_capped_and_marked(cli, sdk):
     assert f"10–{capped[0]['lag_at_most']}" in table.out
 
 
-def test_lag_past_the_cap_is_bounded_by_the_newest_offset(cli, sdk, clock):
+@pytest.mark.parametrize("read_on", [3, 0], ids=["read-on", "probed"])
+def test_lag_past_the_cap_is_bounded_by_the_newest_offset(cli, sdk, clock, monkeypatch, read_on):
+    """The newest message is read to, past the cap, when a few answers reach it; else found by probing."""
+    from ocigroup_cli.ops import reach
+
+    monkeypatch.setattr(reach, "READ_ON_PAGES", read_on)
     sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
     offsets = []
-    for hour in range(3):  # a backlog written over hours: the newest is found by probing, not by reading it all
+    for hour in range(3):  # a backlog written over hours
         offsets += [e.offset for e in sdk.put(sid, [("same-key", f"{hour}-{i}") for i in range(20)]).entries]
         clock.advance_ms(3_600_000)
     sdk.group_cursor(sid, "billing", "a")
@@ -59,7 +66,9 @@ def test_lag_past_the_cap_is_bounded_by_the_newest_offset(cli, sdk, clock):
 
 def test_the_next_run_probes_where_the_newest_message_was_first(cli, sdk, clock, monkeypatch):
     from ocigroup_cli.client.streaming import StreamingClient
+    from ocigroup_cli.ops import reach
 
+    monkeypatch.setattr(reach, "READ_ON_PAGES", 0)  # as past a backlog longer than a few answers: probing
     probes = []
     create_cursor = StreamingClient.create_cursor
 
@@ -189,3 +198,63 @@ def test_watch_prints_rebalance_events(cli, sdk, clock):
 def test_unknown_group_is_exit_1_and_keeps_the_stream_cache(cli):
     r = cli("inspect", "nope")
     assert r.code == 1 and "404" in r.err and "cached location" not in r.err
+
+
+def _refreshes(err: str) -> list[list[str]]:
+    """The -v trace of a --watch run, one list of request lines per refresh (each starts with its GetGroup)."""
+    lines = [line for line in err.splitlines() if " (opc-request-id " in line]
+    out: list[list[str]] = [[]]
+    for line in lines:
+        if line.startswith("GetGroup: ") and any(op == "GetGroup" for op in out[-1]):
+            out.append([])
+        out[-1].append(line.split(":")[0])
+    return out
+
+
+def test_a_watch_refresh_reads_on_from_where_the_last_one_ended(cli, sdk, clock):
+    """The service allows 5 CreateCursor a second per stream: a later refresh reads on from the cursor the last one
+    left past each partition's newest message, and counts again only where the committed offset moved. Its figures
+    are those a fresh inspect finds."""
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    sdk.put(sid, [("same-key", f"w{i}") for i in range(30)])  # one partition past the cap of 10
+    sdk.group_cursor(sid, "billing", "a")
+    published = []
+
+    def sleep_and_publish(seconds):  # between refreshes, more messages arrive
+        clock.advance_ms(int(seconds * 1000))
+        if not published:
+            published.append(sdk.put(sid, [(f"k{i}", f"late{i}") for i in range(8)]))
+
+    clock.sleep = sleep_and_publish
+    r = cli("-v", "inspect", "--watch", "--iterations", "2", "--interval", "2s", "--lag-cap", "10", "-o", "json")
+    assert r.code == 0, r.err
+    first, second = _refreshes(r.err)
+    assert first.count("CreateCursor") >= 4 and "CreateCursor" not in second, (first, second)
+    watched = [json.loads(line) for line in r.out.splitlines()][-1]
+    fresh = json.loads(cli("inspect", "--lag-cap", "10", "-o", "json").out)
+    keys = ("lag_messages", "lag_capped", "lag_at_most", "newest_offset", "next_offset", "committed_offset")
+    assert [[p[k] for k in keys] for p in watched["partitions"]] == [[p[k] for k in keys] for p in fresh["partitions"]]
+    assert watched["totals"]["lag_at_most"] > json.loads(r.out.splitlines()[0])["totals"]["lag_at_most"]  # 8 more
+
+
+def test_a_refresh_counts_again_where_the_committed_offset_moved(cli, sdk, clock):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    a = sdk.group_cursor(sid, "billing", "a")
+    consumed = []
+
+    def sleep_and_consume(seconds):
+        clock.advance_ms(int(seconds * 1000))
+        if not consumed:
+            got, cursor = sdk.get(sid, a, limit=5)
+            sdk.get(sid, cursor, limit=1)  # commits those five
+            consumed.append(len(got))
+
+    clock.sleep = sleep_and_consume
+    r = cli("-v", "inspect", "--watch", "--iterations", "2", "--interval", "2s", "-o", "json")
+    assert r.code == 0, r.err
+    _, second = _refreshes(r.err)
+    assert second.count("CreateCursor") == 1  # the one partition whose commit moved
+    watched = [json.loads(line) for line in r.out.splitlines()][-1]
+    assert watched["totals"]["lag_messages"] == 40 - 5

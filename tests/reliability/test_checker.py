@@ -107,6 +107,25 @@ def test_resuming_after_the_committed_offset_is_not_out_of_order():
     assert report.duplicates == 2
 
 
+def test_starting_over_before_the_first_sample_is_a_resume_from_nothing_committed():
+    # B wrote partition 1 before the observer's first sample, lost it (the group was still forming) and read it
+    # again from its first message: the group on a new stream had committed nothing
+    early = [*without(clean(), sample(0.5, [None, None])), write(0.1, "B", 1, 0), write(0.2, "B", 1, 1)]
+    report = check(History.of(early))
+    assert report.flagged() == set(), {k: v.examples for k, v in report.anomalies.items() if v.count}
+    assert report.duplicates == 2
+
+
+def test_a_resume_after_an_offset_committed_between_two_samples_is_not_out_of_order():
+    # B wrote 0-1 of partition 1, committed 0 and lost the partition, both between the samples at 0.5 (nothing)
+    # and 2.5 (1), then resumed at 1: the commit of 0 was never sampled, but it falls between the two
+    events = [*clean(), write(2.3, "B", 1, 1)]
+    assert check(History.of(events)).flagged() == set()
+    # a resume at an offset below what the window shows is still flagged
+    events = [*without(clean(), sample(0.5, [None, None])), sample(1.5, [None, 1]), write(2.3, "B", 1, 1)]
+    assert check(History.of(events)).flagged() == {"out-of-order"}
+
+
 def test_committed_may_move_backwards_across_a_reset():
     events = [*clean(), Fault(5.2, "reset", 5.3), sample(5.5, [0, 0])]
     assert "committed-backwards" not in check(History.of(events)).flagged()
@@ -151,19 +170,19 @@ def test_duplicates_beyond_what_was_delivered_since_the_last_commit_fail_the_kil
 
 def test_a_partition_served_again_too_late_fails_the_gap_bar():
     # A is killed at 4.0; its last line (offset 4) is read just after; offset 5 (acknowledged at 3.95) waits
-    # until B serves it at 9.5: 5.5 s after A's last write
+    # until B serves it at 10.5: 6.5 s after A's last write
     events = [
         *clean(),
         Acked(3.9, "r:0:4", 0, 4),
         Acked(3.95, "r:0:5", 0, 5),
         Fault(4.0, "kill", 4.0, "A#1", "A", [0], [3, 1]),
         write(4.02, "A", 0, 4),
-        write(9.5, "B", 0, 5),
+        write(10.5, "B", 0, 5),
     ]
     report = check(History.of(events))
-    assert report.faults[0].gap_s == pytest.approx(9.5 - 4.02)
+    assert report.faults[0].gap_s == pytest.approx(10.5 - 4.02)
     assert not bar(report, "served again").ok
-    events[-1] = write(7.5, "B", 0, 5)  # 3.48 s: within timeout + 2 heartbeats (5 s)
+    events[-1] = write(9.5, "B", 0, 5)  # 5.48 s: within timeout + 2 heartbeats + a second of the rates (6 s)
     assert bar(check(History.of(events)), "served again").ok
 
 

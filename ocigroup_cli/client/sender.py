@@ -1,0 +1,178 @@
+"""Sending one request to the OCI Streaming REST API: signed, over keep-alive connections, waiting its turn under
+the service's rate for its operation, retried inside the profile's deadline (or patiently), with failures mapped
+to the CLI's error tree and their opc-request-id. The operations themselves are in client/streaming.py.
+"""
+
+from __future__ import annotations
+
+import http.client
+import math
+import random
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Self
+
+from ocigroup_cli.client import tls
+from ocigroup_cli.client.auth import Credentials, credentials
+from ocigroup_cli.client.errors import connection_failure, retry_after, service_failure
+from ocigroup_cli.client.pacing import Pacer
+from ocigroup_cli.client.regions import streaming_endpoint
+from ocigroup_cli.client.transport import Response, Transport
+from ocigroup_cli.config import Profile
+from ocigroup_cli.core import backoff
+from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.errors import ConfigError, OcigroupError, Throttled, TransientError
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The request in flight, for a person watching a terminal: what they are waiting for, and how long yet."""
+
+    operation: str
+    attempt: int
+    since: float  # the clock's monotonic time when the request (its first attempt) started
+    until: float  # ... and when its deadline ends
+    cause: str | None = None  # why the previous attempt failed; None during the first one
+
+
+class Sender:
+    def __init__(
+        self,
+        profile: Profile,
+        clock: Clock,
+        trace: Callable[[str], None] | None = None,
+        rng: random.Random | None = None,
+        creds: Credentials | None = None,
+        pacer: Pacer | None = None,
+    ) -> None:
+        self.profile = profile
+        self.clock = clock
+        self.trace = trace
+        self.rng = rng or random.Random()
+        self._creds = creds
+        # shared by clones: the service's rates count the whole process's requests
+        self.pacer = pacer or Pacer(clock, on=bool(profile.settings.pace_requests))
+        self._transports: dict[str, Transport] = {}
+        self.on_stream_missing: Callable[[], None] | None = None  # called on a 404 for a stream's own path
+        self.waiting: Waiting | None = None  # the request in flight (read by a status display thread)
+
+    def clone(self) -> Self:
+        """Another client with the same profile and credentials but its own connections (one per thread)."""
+        return type(self)(self.profile, self.clock, self.trace, random.Random(), self.creds, self.pacer)
+
+    @property
+    def creds(self) -> Credentials:
+        if self._creds is None:
+            self._creds = credentials(self.profile)
+        return self._creds
+
+    def _transport(self, endpoint: str) -> Transport:
+        if endpoint not in self._transports:
+            context = tls.context(self.profile.settings.cert_bundle) if endpoint.startswith("https:") else None
+            try:
+                self._transports[endpoint] = Transport(endpoint, self.creds.signer, context)
+            except ValueError as exc:
+                raise ConfigError(f"profile {self.profile.name!r}: {exc}.") from None
+        return self._transports[endpoint]
+
+    def close(self) -> None:
+        for t in self._transports.values():
+            t.close()
+
+    @property
+    def admin_url(self) -> str:
+        return str(self.profile.settings.endpoint or streaming_endpoint(self.creds.region))
+
+    def messages_url(self, stream: StreamInfo) -> str:
+        return str(self.profile.settings.endpoint or stream.messages_endpoint)
+
+    def request(
+        self,
+        operation: str,
+        endpoint: str,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        *,
+        sign_body: bool = True,
+        retry: bool = True,
+        patient: Callable[[OcigroupError], None] | None = None,
+        budget: Hashable | None = None,
+        per_second: int | None = None,
+    ) -> Response:
+        """One API call with retries on throttling, 5xx and connection failures, within the profile's deadline.
+
+        `patient`: no deadline; transient failures are retried until the service answers, and the callback hears
+        of the first one (of 429s, only once they outlast the profile's deadline): a consumer waits an outage out,
+        and the one retry loop is this one. `budget`: the service's
+        rate this call counts against; each attempt waits its turn in it first (client/pacing.py)."""
+        deadline = backoff.Deadline(self.clock, math.inf if patient else float(self.profile.settings.deadline_s))
+        transport = self._transport(endpoint)
+        ends = deadline.start + deadline.seconds
+        self.waiting = Waiting(operation, 1, deadline.start, ends)
+        patience_s, told = float(self.profile.settings.deadline_s), False
+        try:
+            attempt = 1
+            while True:
+                if budget is not None:
+                    self.pacer.wait_turn(budget, per_second)
+                outcome = self._attempt(operation, transport, method, path, query, body, sign_body, deadline)
+                if isinstance(outcome, Response):
+                    return outcome
+                failure, wait_hint = outcome
+                if not (retry and isinstance(failure, TransientError)):
+                    raise failure
+                wait = backoff.delay(attempt, self.rng, wait_hint)
+                if (wait_hint or 0) > deadline.remaining() or deadline.remaining() < backoff.LAST_ATTEMPT_S + 0.01:
+                    failure.message += f" Gave up after {attempt} attempt(s) in {deadline.elapsed():.1f} s."
+                    raise failure
+                if patient and not told and (not isinstance(failure, Throttled) or deadline.elapsed() > patience_s):
+                    told = True  # a 429 is the service's pace, not an outage: told only when it lasts
+                    patient(failure)
+                attempt += 1
+                self.waiting = Waiting(operation, attempt, deadline.start, ends, failure.message)
+                self.clock.sleep(min(wait, deadline.remaining() - backoff.LAST_ATTEMPT_S))  # a last try before the end
+        finally:
+            self.waiting = None
+
+    def _attempt(
+        self,
+        operation: str,
+        transport: Transport,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        sign_body: bool,
+        deadline: backoff.Deadline,
+    ) -> Response | tuple[OcigroupError, float | None]:
+        """One try: the answer, or the failure it means with the wait the service asked for (Retry-After)."""
+        timeout = max(0.1, min(60.0, deadline.remaining()))
+        try:
+            resp = transport.request(method, path, query, body, sign_body=sign_body, timeout=timeout)
+        except (OSError, http.client.HTTPException) as exc:
+            failure = connection_failure(operation, transport.endpoint, transport.proxy, exc)
+            if self.trace:
+                self.trace(f"{operation}: {failure.message}")
+            return failure, None
+        rid = resp.headers.get("opc-request-id")
+        if self.trace:
+            self.trace(f"{operation}: {resp.status} (opc-request-id {rid})")
+        if 200 <= resp.status < 300:
+            return resp
+        try:
+            err = resp.json()
+        except ValueError:
+            err = None
+        if isinstance(err, dict):
+            code, message = err.get("code"), str(err.get("message", ""))
+        else:
+            code, message = None, resp.body.decode("utf-8", "replace")[:200]
+        failure = service_failure(operation, resp.status, code, message, rid, bool(query and "cursor" in query))
+        stream_path = path.startswith("/streams/") and "/groups/" not in path  # a missing group is no sign
+        if resp.status == 404 and stream_path and self.on_stream_missing is not None:
+            self.on_stream_missing()
+            failure.hint = "the stream's cached location was dropped; if it was recreated, run again"
+        return failure, retry_after(resp.headers, message)

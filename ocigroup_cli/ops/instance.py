@@ -1,0 +1,67 @@
+"""What a group instance (ops/tail.py) is given and what it reports: its options, the sink it writes to, its
+figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ocigroup_cli.config import GroupSettings
+from ocigroup_cli.core.models import Message
+from ocigroup_cli.core.session import Rules
+from ocigroup_cli.core.timespec import EARLIEST, Position
+
+
+@dataclass(frozen=True)
+class TailOptions:
+    group: str
+    instance: str
+    rules: Rules
+    start: Position = EARLIEST  # where a new group starts
+    commit_on_get: bool = True
+    timeout_ms: int = 30_000
+    batch_limit: int | None = None
+    max_messages: int | None = None
+    until_end: bool = False
+    on_data_loss: str = "stop"  # or "resume": move the group on past lost messages by itself
+    options: str = ""  # global options to repeat in a command shown to the user (e.g. " --profile prod")
+
+    @classmethod
+    def of(cls, settings: GroupSettings, group: str, instance: str, start: Position, **limits: Any) -> TailOptions:
+        """Options from the profile's group settings; `limits`: batch_limit, max_messages, until_end, options."""
+        rules = settings.rules()
+        return cls(
+            group,
+            instance,
+            rules,
+            start,
+            settings.commit_on_get,
+            settings.timeout_ms,
+            on_data_loss=settings.on_data_loss,
+            **limits,
+        )
+
+
+class Sink(Protocol):
+    def deliver(self, batch: list[Message]) -> None:
+        """Return once every message of the batch reached the reader; raise when it cannot."""
+
+    def check(self) -> None:
+        """Raise when the reader has gone away (called while idle)."""
+
+
+@dataclass
+class TailStats:
+    written: int = 0  # messages the sink confirmed delivered
+    batches: int = 0
+    rebalances: int = 0
+    held: tuple[int, ...] = ()
+    members: int = 1  # live instances in the group, at the last look
+    committed_batches: int = 0
+    in_flight: int = 0  # messages of a batch handed to the sink and not confirmed (at exit: not committed)
+    final_commit_failed: bool = False
+    started: float = 0.0  # the clock's monotonic time when the instance joined
+    moves: list[str] = field(default_factory=list)  # each move past data loss, summed up
+
+    def rate(self, now: float) -> float:
+        return self.written / max(1e-9, now - self.started)
