@@ -132,9 +132,33 @@ class Run:
             self.recorder.record(sample)
         return sample
 
+    def last_seen(self) -> Sample | None:
+        """The observer's latest sample (taken just before a fault, it is what the group looked like then)."""
+        return self.observer.latest if self.observer is not None else None
+
     def fault(
-        self, kind: str, start: float, end: float, victim: TailProcess | None = None, shown: Sample | None = None
+        self,
+        kind: str,
+        start: float,
+        end: float,
+        victim: TailProcess | None = None,
+        shown: Sample | None = None,
+        before: Sample | None = None,
     ) -> None:
+        """Record a fault; `shown`: GetGroup right after it began, `before`: the last sample before it. Under the
+        service's rates `shown` may come a second late, after a new owner committed what the victim had
+        delivered: the commits in force are the lower of the two, and a killed victim held what either shows
+        (a paused one what `shown` shows: a partition moving away as it paused is not the pause's doing)."""
+        if shown is not None and before is not None:
+            owners = [
+                a if kind != "kill" or (victim and a == victim.name) else b
+                for a, b in zip(shown.owners, before.owners, strict=True)
+            ]
+            low = [
+                None if b is None or c is None else min(b, c)  # None: nothing committed, the lowest
+                for b, c in zip(before.committed, shown.committed, strict=True)
+            ]
+            shown = Sample(shown.t, owners, low, shown.source)
         held = [p for p, owner in enumerate(shown.owners) if victim and owner == victim.name] if shown else []
         self.recorder.record(
             Fault(

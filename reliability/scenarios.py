@@ -30,10 +30,10 @@ RESTART_S = (0.0, 4.0)  # a killed instance comes back after this long, half the
 def kills(run: Run) -> None:
     """SIGKILL a random instance; restart it later, half the time under the same name."""
     for slot, proc in run.victims():
-        t = run.now()
+        t, before = run.now(), run.last_seen()
         proc.kill()
         proc.finish(expected=-9)
-        run.fault("kill", t, t, proc, run.shown())
+        run.fault("kill", t, t, proc, run.shown(), before)
         name = proc.name if run.rng.random() < 0.5 else run.new_name(slot)
         run.restarts.append((run.now() + run.rng.uniform(*RESTART_S), slot, name))
     run.settle_restarts()
@@ -43,12 +43,12 @@ def pauses(shortest: Callable[[Setting], float], longest: Callable[[Setting], fl
     def script(run: Run) -> None:
         for _, proc in run.victims():
             length = run.rng.uniform(shortest(run.setting), longest(run.setting))
-            t = run.now()
+            t, before = run.now(), run.last_seen()
             proc.pause()
             shown = run.shown()
             run.sleep(length - (run.now() - t))
             proc.resume()
-            run.fault("pause", t, run.now(), proc, shown)
+            run.fault("pause", t, run.now(), proc, shown, before)
 
     return script
 
