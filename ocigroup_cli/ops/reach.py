@@ -122,7 +122,7 @@ def _count(
     assert first is not None and last is not None
     found, past = newest or _read_to_end(client, stream, cursor, last, sizer)
     if past is None:  # more than a few answers hold past the cap: probe for the newest instead
-        found, past = _search(client, stream, partition, last, look.now_ms, sizer, hint_ms)
+        found, past = find_newest(client, stream, partition, last, look.now_ms, sizer, hint_ms)
     at_most = None if found is None else max(count, found.offset - first.offset + 1)
     return Reach(count, True, at_most, first, found, gone, committed, past, look.now_ms)
 
@@ -171,19 +171,6 @@ def _read_on(
 
 
 def find_newest(
-    client: StreamingClient,
-    stream: StreamInfo,
-    partition: int,
-    known: Message,
-    now_ms: int,
-    sizer: Sizer,
-    hint_ms: int | None = None,
-) -> Message | None:
-    """The newest message of the partition, at or after `known`; None if the search gives up."""
-    return _search(client, stream, partition, known, now_ms, sizer, hint_ms)[0]
-
-
-def _search(
     client: StreamingClient,
     stream: StreamInfo,
     partition: int,

@@ -86,7 +86,7 @@ def _count(
             return n, False, n
     if stop is not None:
         return n, True, stop - start
-    newest = find_newest(client, stream, partition, page[-1], now_ms, sizer)
+    newest, _ = find_newest(client, stream, partition, page[-1], now_ms, sizer)
     return n, True, None if newest is None else max(n, newest.offset - start + 1)
 
 

@@ -135,6 +135,15 @@ class Sdk:
         resp = self._paced(lambda: self.client.get_messages(stream_id, cursor, **kwargs))
         return resp.data, resp.headers["opc-next-cursor"]
 
+    def read_all(self, stream_id, partition) -> list:
+        """Every message of a partition, from the oldest, read with a partition cursor until an empty answer."""
+        got, cursor = [], self.cursor(stream_id, partition, "TRIM_HORIZON")
+        while True:
+            page, cursor = self.get(stream_id, cursor)
+            if not page:
+                return got
+            got += page
+
     def group(self, stream_id, group):
         reservations = self._paced(lambda: self.client.get_group(stream_id, group)).data.reservations
         return {int(r.partition): r for r in reservations}
