@@ -114,4 +114,4 @@ def _by_name(client: StreamingClient, name: str, compartment: str) -> StreamInfo
         raise OcigroupError(f"{len(found)} streams are named {name!r} in {compartment}.", "use stream.id instead")
     if not found:
         raise StreamNotFound(f"no active stream named {name!r} in compartment {compartment}.")
-    return found[0]
+    return client.get_stream(found[0].id)  # ListStreams' summaries leave out the retention

@@ -54,6 +54,16 @@ def test_streams_create_waits_until_the_stream_is_active(real):
     assert later.returncode == 0, later.stderr.decode()
 
 
+def test_a_stream_found_by_name_keeps_its_retention(real):
+    """ListStreams' summaries have no retentionInHours (as on the service): a stream named in the profile is
+    looked up in full, so what depends on its retention (lag recounts, loss) knows it."""
+    _, config, env = real(transition_ms=0)
+    made = proc.run(["--config", config, "-o", "json", "streams", "create", "long", "--retention-hours", "48"], env)
+    assert made.returncode == 0 and json.loads(made.stdout)["retention_hours"] == 48, made.stderr.decode()
+    shown = proc.run(["--config", config, "--stream", "long", "-o", "json", "streams", "show"], env)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["retention_hours"] == 48, shown.stderr.decode()
+
+
 def test_publish_sends_the_entries_the_service_failed_again_and_keeps_their_order(real):
     sdk, config, env = real()
     sid = sdk.stream(partitions=2, name="orders")
