@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sqlite3
 import threading
@@ -174,12 +175,32 @@ def _serve_until_stopped(config: ServerConfig) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
+    clock, data = SystemClock(), _identity(config.data)
+    checked = clock.monotonic()
     # with a timeout: Python runs a signal's handler in the main thread only when that thread wakes up, and the
     # kernel may deliver SIGTERM to a server thread, which would leave an untimed wait() asleep for good
-    while not SystemClock().wait(stop, 0.2):
-        pass
+    while not clock.wait(stop, 0.2):
+        if data is not None and clock.monotonic() - checked >= DATA_CHECK_S:
+            checked = clock.monotonic()
+            if _identity(config.data) != data:  # a deleted state directory must not leave an emulator behind
+                console.notice(f"the data file {config.data} was deleted or replaced: nothing left to serve.")
+                break
     server.stop()
     console.notice("ocigroup emulator stopped.")
+
+
+DATA_CHECK_S = 2.0  # how often a serving emulator checks that its data file is still the one it opened
+
+
+def _identity(data: str) -> tuple[int, int] | None:
+    """The data file's device and inode (None for :memory: or a file that is gone)."""
+    if data == ":memory:":
+        return None
+    try:
+        st = os.stat(data)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 LocalPort = Annotated[

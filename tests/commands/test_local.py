@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -36,3 +39,27 @@ def test_local_profile_needs_no_setup(monkeypatch, free_port):
     assert stopped.returncode == 0 and "stopped" in stopped.stderr
     assert ocigroup("emulator", "status").returncode == 1
     assert "no emulator was running" in ocigroup("emulator", "stop").stderr
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a container's init may not reap the detached emulator at once)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_emulator_stops_when_its_state_directory_is_deleted(monkeypatch, free_port):
+    """A cron job or CI run with a throw-away state directory leaves no emulator behind."""
+    monkeypatch.setenv("OCIGROUP_LOCAL_PORT", str(free_port))
+    assert ocigroup("emulator", "start").returncode == 0
+    pid = json.loads(ocigroup("emulator", "status", "-o", "json").stdout)["pid"]
+    try:
+        shutil.rmtree(os.environ["OCIGROUP_STATE_DIR"])
+        deadline = time.monotonic() + 10
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _running(pid), "the emulator outlived its state directory"
+    finally:
+        if _running(pid):
+            os.kill(pid, signal.SIGKILL)
