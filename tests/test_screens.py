@@ -4,6 +4,8 @@ width, and NO_COLOR or TERM=dumb get no escape sequences."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.helpers import cli as proc
@@ -228,3 +230,32 @@ def test_the_watchs_health_verdict_is_one_line_at_80_columns_not_a_block_wrapped
     assert "0 waiting" in screen.text  # short reasons: a narrow table, which a title would be wrapped to
     line = next(line for line in screen.lines if "health: " in line)
     assert line.startswith("health: OK (the worst partition's; 2 sample(s), window 10m 00s)"), screen.text
+
+
+def test_ctrl_c_at_the_reset_question_says_nothing_changed(term, sdk):
+    sid, config, env = term
+    sdk.put(sid, [("k", "v")])
+    sdk.group_cursor(sid, "billing", "gone", timeout_in_ms=1000)
+    time.sleep(1.2)  # its reservation runs out: no live instance to refuse for
+    args = ["--config", config, "reset", "billing", "--to", "earliest", "--execute"]
+    screen = proc.on_pty(args, env, columns=80, ctrl_c_when=lambda raw: b"[y/N]" in raw)
+    assert screen.code == 130, screen.text
+    assert "reset cancelled at the question; nothing changed." in screen.text
+    assert "Traceback" not in screen.text
+
+
+@pytest.mark.parametrize(
+    ("command", "examples"),
+    [
+        ("inspect", ["ocigroup inspect billing --fail-on-lag 10000 --fail-on-time-lag 15m -o json",
+                     "ocigroup inspect billing --fail-on-health ERROR"]),
+        ("reset", ["ocigroup reset billing --to 2024-05-01T10:00:00Z",
+                   "ocigroup reset billing --to 2024-05-01T10:00:00Z --execute --yes"]),
+    ],
+)  # fmt: skip
+def test_help_examples_are_one_whole_command_a_line_at_80_columns(tmp_path, command, examples):
+    screen = proc.on_pty([command, "--help"], proc.clean_env(tmp_path / "state"), columns=80, rows=100)
+    assert screen.code == 0, screen.text
+    lines = [line.strip() for line in screen.lines]
+    for example in examples:  # never two run together, never a flag broken at its hyphen
+        assert example in lines, screen.text

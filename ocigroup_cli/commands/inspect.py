@@ -276,8 +276,10 @@ def inspect(
 
     With --health, each run keeps its sample in the state directory and judges the group over the window.
 
-    Example (cron): ocigroup inspect billing --fail-on-lag 10000 --fail-on-time-lag 15m -o json
-    Example (cron): ocigroup inspect billing --fail-on-health ERROR
+    \b
+    Examples (cron):
+      ocigroup inspect billing --fail-on-lag 10000 --fail-on-time-lag 15m -o json
+      ocigroup inspect billing --fail-on-health ERROR
     """
     wait_s, time_limit, window_ms = _parse(interval, fail_on_time_lag, health_window, fail_on_health)
     g = globals_of(ctx)

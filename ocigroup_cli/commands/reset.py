@@ -12,7 +12,7 @@ from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_pro
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.core.timespec import Position, parse_duration_ms, parse_position
-from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.errors import Interrupted, OcigroupError, UsageError
 
 if TYPE_CHECKING:
     from ocigroup_cli.ops.reset import PartitionPlan, Plan
@@ -69,8 +69,10 @@ def reset(
 ) -> None:
     """Plan a reset of every partition of GROUP, then apply it with --execute.
 
-    Example: ocigroup reset billing --to 2024-05-01T10:00:00Z            (plan)
-             ocigroup reset billing --to 2024-05-01T10:00:00Z --execute --yes
+    \b
+    Examples (a plan, then the reset it shows):
+      ocigroup reset billing --to 2024-05-01T10:00:00Z
+      ocigroup reset billing --to 2024-05-01T10:00:00Z --execute --yes
     """
     from ocigroup_cli.ops.reset import apply, plan
 
@@ -85,31 +87,47 @@ def reset(
     out = fmt(ctx, output)
     for x in the_plan.losses:  # what the group lost before this reset, whatever the reset does
         console.warn(f"{x.text()}; after the reset it reads from offset {x.first_retained} at the earliest")
-    if not execute:
-        console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
-        console.notice("dry run: nothing changed. Add --execute to apply this reset.")
+    if not _go_ahead(the_plan, out, execute, force, yes):
         return
-    if the_plan.live_instances and not force:
-        console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
-        expiry = ", ".join(
-            f"{who} expires in {human_duration(the_plan.expires_in_s[who])}" for who in the_plan.live_instances
-        )
-        raise OcigroupError(
-            f"group {name!r} has live instances ({expiry}): a reset moves them too.",
-            "wait for them to expire (a stopped instance's reservation runs out by itself), or pass --force",
-        )
-    if not yes:
-        if not console.is_tty(sys.stdin):
-            raise UsageError("refusing to reset without --yes when not on a terminal.")
-        console.out().print(_table(the_plan))
-        if not console.ask(f"Reset group {name!r} to {target.describe()}?"):
-            console.notice("reset cancelled; nothing changed.")
-            return
     record = apply(s.client, s.stream, the_plan, g.clock.time_ms())
     rows = [[r["partition"], r["committed_before"], _next(r["next_read"])] for r in record["result"]]
     title = f"reset applied to group {name!r}"
     console.emit(record, out, lambda: console.table(["PARTITION", "COMMITTED BEFORE", "READS NEXT"], rows, title=title))
     console.notice(f"record written to {record['record_file']}")
+
+
+def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool) -> bool:
+    """Whether to apply the plan: not for a dry run (shown, with whether --execute would be refused), never over
+    live instances without --force, and on a terminal only once the user said yes."""
+    name, target = the_plan.group, the_plan.target
+    expiry = ", ".join(
+        f"{who} expires in {human_duration(the_plan.expires_in_s[who])}" for who in the_plan.live_instances
+    )
+    if not execute:
+        console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
+        console.notice("dry run: nothing changed. Add --execute to apply this reset.")
+        if the_plan.live_instances and not force:
+            console.warn(f"--execute would be refused: live instances ({expiry}); {LIVE_HINT}.")
+        return False
+    if the_plan.live_instances and not force:
+        console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
+        raise OcigroupError(f"group {name!r} has live instances ({expiry}): a reset moves them too.", LIVE_HINT)
+    if yes:
+        return True
+    if not console.is_tty(sys.stdin):
+        raise UsageError("refusing to reset without --yes when not on a terminal.")
+    console.out().print(_table(the_plan))
+    try:
+        confirmed = console.ask(f"Reset group {name!r} to {target.describe()}?")
+    except KeyboardInterrupt:
+        raise Interrupted("reset cancelled at the question; nothing changed.") from None
+    if not confirmed:
+        console.notice("reset cancelled; nothing changed.")
+    return confirmed
+
+
+# a heartbeating instance never lets its reservation run out: it has to be stopped first
+LIVE_HINT = "stop them first (their reservations then run out within the group's timeout), or pass --force"
 
 
 def _next(offset: int | None) -> str:

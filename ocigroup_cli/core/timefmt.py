@@ -6,7 +6,10 @@ import datetime as dt
 import re
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})?$")
+# seconds optional: `date '+%F %H:%M'` prints 2026-11-25 11:55 (RFC 3339 allows the space, not the missing seconds)
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:\d{2})?$"
+)
 
 
 def ms_to_rfc3339(ms: int) -> str:
@@ -38,7 +41,9 @@ def parse_rfc3339_ms(text: str) -> int:
         tz = dt.timezone(sign * dt.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
     micros = int((frac or "0").ljust(6, "0")[:6])
     try:
-        value = dt.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micros, tzinfo=tz)
+        value = dt.datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micros, tzinfo=tz
+        )
     except ValueError as exc:
         raise ValueError(f"{text!r} is not a valid date and time: {exc}") from None
     return datetime_to_ms(value)

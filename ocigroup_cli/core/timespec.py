@@ -1,5 +1,5 @@
 """User time input: RFC 3339 (offset optional, none = UTC), a date, epoch seconds or milliseconds, or a
-duration ago (`15m`, `2h`, `1d`, `90s`, ISO `PT1H30M`); and positions in a stream (earliest, latest, a time)."""
+duration ago (`15m`, `2h ago`, `1d`, `90s`, ISO `PT1H30M`); and positions in a stream (earliest, latest, a time)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 
 ACCEPTED = (
-    "accepted: 2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00, 2024-05-01 (UTC midnight), "
-    "epoch seconds (1714557600) or milliseconds (1714557600000), or a duration ago such as 15m, 2h, 1d, PT1H"
+    "accepted: 2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00, 2024-05-01 10:00 (UTC), 2024-05-01 (UTC "
+    "midnight), epoch seconds (1714557600) or milliseconds (1714557600000), or a duration ago such as 15m, "
+    "2h ago, 1d, PT1H"
 )
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
@@ -43,6 +44,8 @@ def parse_time_ms(text: str, now_ms: int) -> int:
         return parse_rfc3339_ms(t)
     except ValueError:
         pass
+    if t.lower().endswith(" ago"):  # "15m ago", as the help writes it
+        t = t[:-4].rstrip()
     try:
         return now_ms - parse_duration_ms(t)
     except ValueError:

@@ -69,7 +69,11 @@ class Command:
 
     @property
     def paragraphs(self) -> list[str]:
-        return [p for p in self.help.split("\n\n") if p.strip()]
+        """The help's paragraphs, without click's no-rewrap marker (a line of one \\b before a block)."""
+        paragraphs = (
+            "\n".join(line for line in p.splitlines() if line.strip() != "\b") for p in self.help.split("\n\n")
+        )
+        return [p for p in paragraphs if p.strip()]
 
     @property
     def usage(self) -> str:

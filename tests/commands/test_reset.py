@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+from ocigroup_cli.core.timefmt import ms_to_rfc3339
+
 
 def stream_id(sdk):
     return sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
@@ -87,6 +89,10 @@ def test_live_instances_block_execute_unless_forced(cli, sdk):
     sdk.group_cursor(sid, "billing", "busy")
     r = cli("reset", "--to", "latest", "--execute", "--yes")
     assert r.code == 1 and "live instances (busy expires in 30s)" in r.err and "--force" in r.err
+    assert "stop them first" in r.err and "wait for them to expire" not in r.err  # heartbeats never expire
+    dry = cli("reset", "--to", "latest")
+    assert dry.code == 0 and "--execute would be refused: live instances (busy expires in" in dry.err
+    assert "would be refused" not in cli("reset", "--to", "latest", "--force").err
     assert cli("reset", "--to", "latest", "--execute", "--yes", "--force").code == 0
 
 
@@ -105,3 +111,30 @@ def test_bad_reset_arguments(cli, sdk):
     assert cli("reset", "--to", "someday").code == 2
     assert cli("reset", "--to", "latest", "--dry-run", "--execute").code == 2
     assert cli("reset", "missing-group", "--to", "latest").code == 1
+
+
+def test_the_time_forms_the_help_shows_are_accepted_by_the_installed_script(api_key, tmp_path):
+    """`reset --to "15m ago"` (the help's own example), what `date '+%F %H:%M'` prints, and `export --from-time
+    "2h ago"`: the parser takes what the help promises."""
+    from ocigroup_cli.core.clock import SystemClock
+    from tests.helpers import cli as proc
+    from tests.helpers.service import Sdk, start_server, write_config
+
+    server = start_server(api_key, SystemClock())
+    try:
+        sid = Sdk(server, api_key).stream(partitions=1, name="orders")
+        Sdk(server, api_key).group_cursor(sid, "billing", "a", timeout_in_ms=1000)
+        config = write_config(tmp_path, api_key, server.url, group__name="billing")
+        env = proc.clean_env(tmp_path / "state")
+        minute = SystemClock().time_ms() // 60_000 * 60_000 - 60_000
+        wall = ms_to_rfc3339(minute)[:16].replace("T", " ")  # 2026-11-25 11:55
+        for to in ("15m ago", wall):
+            r = proc.run(["--config", config, "-o", "json", "reset", "--to", to], env)
+            assert r.returncode == 0, r.stderr.decode()
+            assert "dry run" in r.stderr.decode()
+        planned = json.loads(r.stdout)["target"]
+        assert ms_to_rfc3339(minute) in json.dumps(planned)
+        wrong = proc.run(["--config", config, "reset", "--to", "15 minutes back"], env)
+        assert wrong.returncode == 2 and b"2h ago" in wrong.stderr  # the accepted forms, named
+    finally:
+        server.stop()

@@ -22,13 +22,19 @@ NOW = 1_714_557_600_000  # 2024-05-01T10:00:00Z
         ("15m", "2024-05-01T09:45:00.000Z"),
         ("2h", "2024-05-01T08:00:00.000Z"),
         ("PT1H30M", "2024-05-01T08:30:00.000Z"),
+        ("15m ago", "2024-05-01T09:45:00.000Z"),  # as the help writes it
+        ("2h AGO", "2024-05-01T08:00:00.000Z"),
+        ("2024-05-01 09:55", "2024-05-01T09:55:00.000Z"),  # date '+%F %H:%M'
+        ("2024-05-01T11:55+02:00", "2024-05-01T09:55:00.000Z"),
     ],
 )
 def test_accepted_forms(text, expected):
     assert ms_to_rfc3339(parse_time_ms(text, NOW)) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "yesterday", "2024-13-01", "2024-05-01T25:00:00Z", "15x", "P", "-5m", "¹²"])
+@pytest.mark.parametrize(
+    "bad", ["", "yesterday", "2024-13-01", "2024-05-01T25:00:00Z", "15x", "P", "-5m", "¹²", "ago", "15m ago ago"]
+)
 def test_rejected_forms_name_the_accepted_ones(bad):
     with pytest.raises(ValueError, match="accepted"):
         parse_time_ms(bad, NOW)
