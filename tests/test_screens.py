@@ -108,6 +108,7 @@ def test_watch_keeps_the_story_of_a_dead_instance_on_screen(api_key, tmp_path):
 
     server = start_server(api_key, SystemClock())
     stop = threading.Event()
+    beating: list[threading.Thread] = []
     try:
         sdk = Sdk(server, api_key)
         sid = sdk.stream(partitions=2, name="orders")
@@ -118,13 +119,16 @@ def test_watch_keeps_the_story_of_a_dead_instance_on_screen(api_key, tmp_path):
             while not stop.wait(1.0):
                 _, alive[0] = sdk.get(sid, alive[0])
 
-        threading.Thread(target=heartbeat, daemon=True).start()
+        beating.append(threading.Thread(target=heartbeat, daemon=True))
+        beating[0].start()
         config = write_config(tmp_path, api_key, sdk.url, group__name="billing")
         env = proc.clean_env(tmp_path / "state", LANG="C.UTF-8")
         args = ["--config", config, "inspect", "--watch", "--interval", "1s", "--iterations", "14"]
         screen = proc.on_pty(args, env, columns=80, rows=40, timeout=60)
     finally:
         stop.set()
+        for thread in beating:
+            thread.join(timeout=10)  # its request in flight ends before the server does
         server.stop()
     assert screen.code == 0, screen.text
     text = screen.text
@@ -147,6 +151,7 @@ def test_tails_status_line_never_runs_into_data_or_the_last_notice(api_key, tmp_
 
     server = start_server(api_key, SystemClock())
     stop = threading.Event()
+    publishing: list[threading.Thread] = []
     try:
         sdk = Sdk(server, api_key)
         sid = sdk.stream(partitions=2, name="orders")
@@ -157,13 +162,16 @@ def test_tails_status_line_never_runs_into_data_or_the_last_notice(api_key, tmp_
                 sdk.put(sid, [(None, f"message-{n + i}") for i in range(3)])
                 n += 3
 
-        threading.Thread(target=publish, daemon=True).start()
+        publishing.append(threading.Thread(target=publish, daemon=True))
+        publishing[0].start()
         config = write_config(tmp_path, api_key, sdk.url, group__name="billing")
         env = proc.clean_env(tmp_path / "state", LANG="C.UTF-8")
         args = ["--config", config, "tail", "--instance", "t", "-n", "150", "--format", "value"]
         screen = proc.on_pty(args, env, columns=100, rows=200, timeout=60)
     finally:
         stop.set()
+        for thread in publishing:
+            thread.join(timeout=10)  # its put in flight (or waiting out a 429) ends before the server does
         server.stop()
     assert screen.code == 0, screen.text
     status = re.compile(r"^\d+ msg/s, \d+ written, partitions ([\d,]+|none), \d+ rebalance\(s\)$")

@@ -80,6 +80,13 @@ JoinLiveOption = Annotated[
 PeekOption = Annotated[
     bool, typer.Option("--peek", help="Read from the committed offsets without joining or committing.")
 ]
+PartitionOption = Annotated[
+    int | None, typer.Option("--partition", help="With --peek: only this partition.", min=0, show_default=False)
+]
+OffsetOption = Annotated[
+    int | None,
+    typer.Option("--offset", help="With --peek and --partition: from this offset, not the committed one.", min=0),
+]
 DataLossOption = Annotated[
     str | None,
     typer.Option(
@@ -104,6 +111,8 @@ def tail(
     commit_on_get: CommitOption = None,
     join_live: JoinLiveOption = False,
     peek_: PeekOption = False,
+    partition: PartitionOption = None,
+    offset: OffsetOption = None,
     on_data_loss: DataLossOption = None,
 ) -> None:
     """Consume GROUP as one instance: heartbeats, commits after output, clean rebalances.
@@ -111,6 +120,7 @@ def tail(
     Example: ocigroup tail billing --instance worker-1 --format json -n 100
     """
     _check_format(format_, encoding, template)
+    _check_peek(peek_, partition, offset)
     from ocigroup_cli.ops.peek import peek
 
     g = globals_of(ctx)
@@ -129,7 +139,7 @@ def tail(
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if peek_:
-            peek(s.client, s.stream, name, sink, max_messages)
+            peek(s.client, s.stream, name, sink, max_messages, partition, offset)
             return
         limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
         runner.append(_instance(s, g, profile, name, start, sink, join_live, limits))
@@ -145,6 +155,14 @@ def tail(
         raise _stopped("interrupted", runner[0].stats if runner else None) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _check_peek(peek_: bool, partition: int | None, offset: int | None) -> None:
+    if not peek_ and (partition is not None or offset is not None):
+        raise UsageError("--partition and --offset choose what --peek reads.", "add --peek (a group instance reads "
+                         "the partitions the service assigns it, from the group's committed offsets)")  # fmt: skip
+    if offset is not None and partition is None:
+        raise UsageError("--offset needs --partition (offsets are per partition).", "add --partition P")
 
 
 def _instance(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.models import StreamInfo
-from ocigroup_cli.errors import NotFound
+from ocigroup_cli.errors import NotFound, UsageError
 from ocigroup_cli.ops.positions import after_commit
 from ocigroup_cli.ops.tail import Sink
 
@@ -18,10 +18,28 @@ def live_others(client: StreamingClient, stream: StreamInfo, group: str, me: str
     return sorted({r.instance for r in reservations if r.instance and r.instance != me and r.live(now_ms)})
 
 
-def peek(client: StreamingClient, stream: StreamInfo, group: str, sink: Sink, max_messages: int | None = None) -> int:
-    """Read from the group's committed offsets with partition cursors, without joining or committing."""
-    committed = {r.partition: r.committed_offset for r in client.get_group(stream, group)}
-    cursors = {p: after_commit(client, stream, p, committed.get(p)) for p in range(stream.partitions)}
+def peek(
+    client: StreamingClient,
+    stream: StreamInfo,
+    group: str,
+    sink: Sink,
+    max_messages: int | None = None,
+    partition: int | None = None,
+    offset: int | None = None,
+) -> int:
+    """Read from the group's committed offsets with partition cursors, without joining or committing; `partition`:
+    that one only, `offset`: from there instead."""
+    if partition is not None and partition >= stream.partitions:
+        raise UsageError(
+            f"--partition {partition}: stream {stream.name!r} has partitions 0-{stream.partitions - 1}.",
+            "pick one of those (ocigroup inspect shows them)",
+        )
+    if offset is not None and partition is not None:
+        cursors = {partition: client.create_cursor(stream, partition, "AT_OFFSET", offset=offset)}
+    else:
+        committed = {r.partition: r.committed_offset for r in client.get_group(stream, group)}
+        chosen = range(stream.partitions) if partition is None else [partition]
+        cursors = {p: after_commit(client, stream, p, committed.get(p)) for p in chosen}
     written = 0
     while cursors:
         for p in list(cursors):

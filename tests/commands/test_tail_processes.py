@@ -90,3 +90,37 @@ def test_two_instances_rebalance_and_lose_nothing(api_key, tmp_path):
     # A started with all four partitions and gave two up when B joined
     assert "partitions held: 0, 1, 2, 3 (was none)" in a_err
     assert a_err.count("partitions held:") >= 2
+
+
+def test_peek_reads_one_partition_from_its_commit_or_from_an_offset(api_key, tmp_path):
+    """The stuck-partition recipe: the next messages after the commit on partition 3, without joining."""
+    from tests.helpers import cli as proc
+
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=4, name="orders")
+        sdk.put(sid, [("same-key", f"m{i}") for i in range(6)])
+        partition = next(p for p in range(4) if sdk.read_all(sid, p))
+        offsets = [m.offset for m in sdk.read_all(sid, partition)]
+        cursor = sdk.group_cursor(sid, "billing", "gone", timeout_in_ms=1000)
+        cursor = sdk.get(sid, cursor, limit=2)[1]
+        sdk.client.consumer_commit(sid, cursor)  # the group committed m0, m1
+        config = write_config(tmp_path, api_key, server.url, group__name="billing")
+        env = proc.clean_env(tmp_path / "state")
+        base = ["--config", config, "tail", "--peek", "-f", "json"]
+
+        def values(*args: str) -> list[str]:
+            r = proc.run([*base, *args], env)
+            assert r.returncode == 0, r.stderr.decode()
+            return [json.loads(line)["value"] for line in r.stdout.decode().splitlines()]
+
+        assert values("--partition", str(partition), "-n", "2") == ["m2", "m3"]
+        assert values("--partition", str((partition + 1) % 4)) == []  # nothing there
+        assert values("--partition", str(partition), "--offset", str(offsets[4])) == ["m4", "m5"]
+        wrong = proc.run([*base, "--partition", "4"], env)
+        assert wrong.returncode == 2 and b"has partitions 0-3" in wrong.stderr
+        alone = proc.run(["--config", config, "tail", "--partition", "1"], env)
+        assert alone.returncode == 2 and b"add --peek" in alone.stderr
+    finally:
+        server.stop()
