@@ -341,7 +341,7 @@ def _unknown_profile(name: str, path: Path, profiles: dict[str, Any]) -> ConfigE
     if not path.exists():
         return ConfigError(
             f"profile {name!r} is not defined: there is no profile file at {path}.",
-            "create it (see README, Profiles), point --config or OCIGROUP_CONFIG at yours, or use --profile local",
+            "create it (see docs/profiles.md), point --config or OCIGROUP_CONFIG at yours, or use --profile local",
         )
     if not profiles:
         return ConfigError(f"profile {name!r} is not defined: {path} defines no profiles.", "add it under 'profiles:'")

@@ -143,6 +143,69 @@ def test_exit_status_matches_the_error_tree_and_readme(files):
     assert re.findall(r"^\\fB(\d+)\\fR$", man, re.M) == [str(code) for code in documented]
 
 
+# --- the hand-written pages: README (install, runbook, exit codes first) and docs/ --------------------------------
+
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def _prose(page: Path) -> list[str]:
+    """The page's lines outside fenced code blocks (a `# comment` in a shell block is not a heading)."""
+    lines, fenced = [], False
+    for line in page.read_text().splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(line)
+    return lines
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, -1, -2… for repeats."""
+    anchors, seen = set(), dict[str, int]()
+    for line in _prose(page):
+        if heading := re.match(r"#{1,6} (.+)", line):
+            slug = re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-")
+            seen[slug] = seen.get(slug, -1) + 1
+            anchors.add(f"{slug}-{seen[slug]}" if seen[slug] else slug)
+    return anchors
+
+
+def _links(page: Path) -> list[str]:
+    text = re.sub(r"`[^`]*`", "", "\n".join(_prose(page)))  # inline code is not a link
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_relative_links_resolve(page):
+    links = [link for link in _links(page) if not re.match(r"[a-z][a-z0-9+.-]*:", link)]  # not https:, mailto:
+    assert links or page.name != "README.md"
+    broken = []
+    for link in links:
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        if not target.exists() or (anchor and (target.suffix != ".md" or anchor not in _anchors(target))):
+            broken.append(link)
+    assert not broken, f"{page.name}: links to missing files or headings: {broken}"
+
+
+def test_readme_starts_with_the_runbook_and_links_every_page():
+    """Someone just paged reads the install, the first commands, the recipes and the exit codes in 150 lines;
+    the reference lives in docs/, each page linked from the README."""
+    head = "\n".join((REPO / "README.md").read_text().splitlines()[:150])
+    for text in ("## Install and first commands", "inspect billing --health", "tail billing", "## Runbook recipes"):
+        assert text in head, text
+    exit_codes = head.split("## Exit codes", 1)[-1]
+    assert "| 130 |" in exit_codes, "the exit code table ends past line 150"
+    linked = {link.partition("#")[0] for link in _links(REPO / "README.md")}
+    assert {f"docs/{p.name}" for p in PAGES if p.parent.name == "docs"} <= linked
+
+
+def test_ci_runs_the_test_command_the_readme_gives():
+    ci = (REPO / ".ci" / "run").read_text().splitlines()[-1].strip()
+    readme = (REPO / "README.md").read_text()
+    assert ci == "make test" and re.search(r"^make test +# what CI runs", readme, re.M)
+
+
 def _package_sources() -> list[Path]:
     return [p for p in PACKAGE.rglob("*.py") if "docgen" not in p.parts]
 

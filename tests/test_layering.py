@@ -1,4 +1,4 @@
-"""Dependencies point one way (see README, Design): this test parses every import and checks the arrows."""
+"""Dependencies point one way (see docs/design.md): this test parses every import and checks the arrows."""
 
 from __future__ import annotations
 

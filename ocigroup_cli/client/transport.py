@@ -1,9 +1,9 @@
 """A keep-alive HTTP(S) connection to one endpoint that signs every request, directly or through a proxy.
 
 Built on the standard library's `http.client`: it does keep-alive, TLS with a given context, and CONNECT tunnels
-(`set_tunnel`), and it costs less to import than urllib3 (see README, "Networks and environments", for the
-measured comparison). Proxies come from the environment as curl and the `oci` CLI read them (`https_proxy`,
-`http_proxy`, `all_proxy`, either case, with `no_proxy`), and loopback is never proxied.
+(`set_tunnel`), and it costs less to import than urllib3 (docs/networks.md, "Why the transport is `http.client`",
+has the measured comparison). Proxies come from the environment as curl and the `oci` CLI read them
+(`https_proxy`, `http_proxy`, `all_proxy`, either case, with `no_proxy`), and loopback is never proxied.
 """
 
 from __future__ import annotations

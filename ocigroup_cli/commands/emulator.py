@@ -165,7 +165,7 @@ def _serve_until_stopped(config: ServerConfig) -> None:
     auth = f"on, {len(config.trusted_keys)} trusted key(s)" if config.auth else "off"
     console.notice(
         f"ocigroup emulator listening on {server.url} (data: {config.data}; auth: {auth}). This is a local emulator "
-        "of OCI Streaming: its behaviour may differ from the service (see README, 'Emulator')."
+        "of OCI Streaming: its behaviour may differ from the service (see docs/emulator.md)."
     )
     if not server.loopback:
         console.warn(f"bound to {config.host}, not loopback: anyone who can reach this address can use the emulator.")

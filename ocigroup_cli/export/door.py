@@ -1,6 +1,6 @@
 """The warm engine's front door: an export hands its job to the engine's supervisor, which holds a Spark Connect
 session to the engine's server, instead of loading the Spark Connect client itself (pyspark, grpc and pandas:
-0.6 to 0.9 s of imports in every export, measured; see README, Benchmarks).
+0.6 to 0.9 s of imports in every export, measured; see docs/benchmarks.md).
 
 One request per loopback TCP connection: a JSON line in, a JSON line out. Each request carries the engine's token
 (from its record, which only its owner can read): any user of the machine can connect to a loopback port. While

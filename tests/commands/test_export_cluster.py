@@ -1,5 +1,5 @@
 """Export on a real Spark standalone cluster: a master and a worker on loopback, the CLI as the driver in client
-mode (`--master spark://…`), and README's `spark-submit` recipe run as written. Three JVMs start, so it runs
+mode (`--master spark://…`), and docs/export.md's `spark-submit` recipe run as written. Three JVMs start, so it runs
 with the full-scale tests only (OCIGROUP_FULL_SCALE=1), not in CI."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_a_standalone_cluster_and_the_readme_recipe_give_the_local_digest(cluste
         assert doc["rows"] == 1000 and doc["content_digest"]["value"] == digest
         assert doc["spark"]["master"] == cluster
 
-        # README's recipe: the package as a zip, the CLI's entry point as the job, spark-submit as the driver
+        # docs/export.md's recipe: the package as a zip, the CLI's entry point as the job, spark-submit as the driver
         # (spark-submit merges the job's stderr into its stdout: -q keeps notices out of the JSON)
         package = Path(__import__("ocigroup_cli").__file__).parent
         archive = tmp_path / "ocigroup_cli.zip"

@@ -322,7 +322,7 @@ def test_the_engine_serves_only_clients_with_its_token(serve, spark_engine, tmp_
 
 
 def test_a_relative_out_is_where_the_user_is_not_where_the_engine_runs(serve, spark_engine, tmp_path):
-    """README's own example (`--out audit-2024-05`): the engine's workers run in the engine's directory."""
+    """The export help's own example (`--out audit-2024-05`): the engine's workers run in the engine's directory."""
     served = serve()
     served.sdk.put(served.sid, [(None, f"v{i}") for i in range(40)])
     (tmp_path / "here").mkdir()

@@ -46,7 +46,7 @@ def _find(timestamps: list[int], known: int, hint: int | None = None) -> tuple[i
     ],
 )
 def test_probes_needed_for_typical_partitions(timestamps, probes):
-    """The figures README quotes: the newest message of each partition, and the probes it took."""
+    """The figures docs/groups.md quotes: the newest message of each partition, and the probes it took."""
     assert _find(timestamps, 999) == (len(timestamps) - 1, probes)
 
 
