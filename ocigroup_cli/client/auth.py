@@ -84,7 +84,9 @@ def _api_key(
     return ApiKeySigner(f"{tenancy}/{user}/{fingerprint or fingerprint_of(key)}", key)
 
 
-def _oci_config(profile: Profile) -> dict[str, str]:
+def oci_config_values(profile: Profile) -> dict[str, str]:
+    """The profile's section of its OCI config file (auth.config_file [auth.config_profile]), with the keys that
+    signing needs checked (oci_config and security_token methods)."""
     path = Path(profile.settings.auth.config_file).expanduser()
     section = profile.settings.auth.config_profile
     parser = configparser.ConfigParser(interpolation=None)
@@ -111,6 +113,20 @@ def _oci_config(profile: Profile) -> dict[str, str]:
     return values
 
 
+def pass_phrase_hint(pass_env: str | None) -> str:
+    """How to give the pass phrase of an encrypted auth.key_file."""
+    if pass_env:
+        return f"auth.pass_phrase_env names {pass_env}, which is unset or empty: export it"
+    return "name the variable holding it in auth.pass_phrase_env"
+
+
+def config_region(profile: Profile, values: dict[str, str]) -> str:
+    """The profile's region; the OCI config file's when the profile leaves region at its default."""
+    if profile.sources["region"] == "default" and "region" in values:
+        return values["region"]
+    return profile.settings.region
+
+
 def credentials(profile: Profile) -> Credentials:
     method = profile.settings.auth.method
     region = profile.settings.region
@@ -125,17 +141,14 @@ def credentials(profile: Profile) -> Credentials:
             profile.require(profile.settings.auth.user, "auth.user", "auth.user in the profile"),
             profile.settings.auth.fingerprint,
             "auth.key_file",
-            f"auth.pass_phrase_env names {pass_env}, which is unset or empty: export it"
-            if pass_env
-            else "name the variable holding it in auth.pass_phrase_env",
+            pass_phrase_hint(pass_env),
         )
         if warning := permission_warning(Path(key_file).expanduser()):
             warnings.append(warning)
         return Credentials(signer, region, warnings)
     if method in ("oci_config", "security_token"):
-        values = _oci_config(profile)
-        if profile.sources["region"] == "default" and "region" in values:
-            region = values["region"]
+        values = oci_config_values(profile)
+        region = config_region(profile, values)
         if warning := permission_warning(Path(values["key_file"]).expanduser()):
             warnings.append(warning)
         if method == "oci_config":

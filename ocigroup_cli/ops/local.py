@@ -20,6 +20,7 @@ from ocigroup_cli.localhost import local_port, local_url
 from ocigroup_cli.paths import state_dir, state_writes
 
 HEALTH_SERVICE = "ocigroup-emulator"  # what the emulator's health endpoint says it is
+API_KEY_LABEL = b"OCI_API_KEY\n"  # the last line of an API private key file, as the OCI console writes it
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ def ensure_key(directory: Path | None = None) -> Path:
 
 
 def write_key_pair(directory: Path) -> Path:
-    """A new RSA API key: key.pem (PKCS#8, mode 0600) and key_public.pem in `directory`; key.pem's path."""
+    """A new RSA API key: key.pem (PKCS#8, mode 0600, labelled OCI_API_KEY) and key_public.pem in `directory`;
+    key.pem's path."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -59,7 +61,7 @@ def write_key_pair(directory: Path) -> Path:
     key_path = directory / "key.pem"
     fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(pem)
+        fh.write(pem + API_KEY_LABEL)  # the label the OCI console writes: oci warns about a key file without it
     (directory / "key_public.pem").write_bytes(
         key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
