@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands import cursor, emulator, export, inspect, profile, publish, reset, streams, tail
-from ocigroup_cli.commands.common import Globals
+from ocigroup_cli.commands import cursor, emulator, export, groups, inspect, profile, publish, reset, streams, tail
+from ocigroup_cli.commands.common import Globals, stream_choice
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone
 from ocigroup_cli.paths import state_dir
@@ -27,6 +27,7 @@ app = typer.Typer(
 )
 app.add_typer(emulator.app, name="emulator")
 app.add_typer(streams.app, name="streams")
+app.add_typer(groups.app, name="groups")
 app.add_typer(profile.app, name="profile")
 app.add_typer(cursor.app, name="cursor")
 app.add_typer(export.app, name="export")
@@ -72,8 +73,7 @@ def root(
     console.check_format(output)
     overrides: dict[str, tuple[object, str]] = {"endpoint": (endpoint, "--endpoint")}
     if stream is not None:
-        key = "stream.id" if stream.startswith("ocid1.") else "stream.name"
-        overrides[key] = (stream, "--stream")
+        overrides.update(stream_choice(stream, "--stream"))
     console.QUIET = quiet
     injected = ctx.obj if isinstance(ctx.obj, Globals) else Globals()
     ctx.obj = Globals(config, profile, output, verbose, overrides, clock=injected.clock, spark=injected.spark)

@@ -26,6 +26,7 @@ from ocigroup_cli.paths import config_path as default_config_path
 from ocigroup_cli.paths import state_dir
 
 LOCAL = "local"
+LOCAL_SOURCE = "built-in local profile"  # the source of a setting the local profile gives
 AUTH_METHODS = ("api_key", "oci_config", "security_token", "instance_principal", "resource_principal")
 EXPORT_FORMATS = ("parquet", "jsonl", "csv")
 ENGINES = ("warm", "cold")
@@ -373,7 +374,7 @@ def resolve(
     is_local = name == LOCAL
     if is_local:
         for key, value in local_defaults().items():
-            b.set(key, value, "built-in local profile")
+            b.set(key, value, LOCAL_SOURCE)
     elif name not in profiles:
         raise _unknown_profile(name, path, profiles)
     if name in profiles:
@@ -388,5 +389,7 @@ def resolve(
     for key, (value, flag) in (overrides or {}).items():
         if value is not None:
             b.set(key, _validate(key, value, f"flag {flag}"), f"flag {flag}")
+            if key == "stream.name" and (overrides or {}).get("stream.id", (None,))[0] is None:
+                b.set("stream.id", None, f"flag {flag}")  # a stream named on the command line wins over an id
     file = path if doc else None
     return Profile(name, b.values, b.sources, local=is_local, file=file, file_groups=_group_names(profiles))

@@ -4,7 +4,10 @@ width, and NO_COLOR or TERM=dumb get no escape sequences."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -166,7 +169,7 @@ def test_tails_status_line_never_runs_into_data_or_the_last_notice(api_key, tmp_
         publishing[0].start()
         config = write_config(tmp_path, api_key, sdk.url, group__name="billing")
         env = proc.clean_env(tmp_path / "state", LANG="C.UTF-8")
-        args = ["--config", config, "tail", "--instance", "t", "-n", "150", "--format", "value"]
+        args = ["--config", config, "tail", "--instance", "t", "-n", "150", "--format", "value", "--create"]
         screen = proc.on_pty(args, env, columns=100, rows=200, timeout=60)
     finally:
         stop.set()
@@ -202,30 +205,69 @@ def test_a_dumb_terminal_gets_every_watch_refresh_appended_as_it_happens(term, s
     assert sum(line.startswith("group billing") for line in screen.lines) == 3, screen.text
 
 
-def test_tails_join_question_is_asked_on_stderr_never_into_the_data(term, sdk, tmp_path):
+def _answer(args: list[str], env: dict, question: bytes, answer: bytes, data: Path) -> tuple[int, bytes]:
+    """Run on a terminal (stdin and stderr a pty, stdout the file `data`), answer `question`: (exit code, what the
+    terminal showed)."""
     import os
     import pty
     import select
     import subprocess
-    import time
 
-    sid, config, env = term
-    sdk.group_cursor(sid, "billing", "someone-else")  # a live instance: joining asks first
     master, slave = pty.openpty()
-    data = tmp_path / "data.out"
     with data.open("wb") as stdout:
-        p = subprocess.Popen([proc.exe(), "--config", config, "tail", "--instance", "me", "-n", "1"],
-                             stdin=slave, stdout=stdout, stderr=slave, env=env)  # fmt: skip
+        p = subprocess.Popen([proc.exe(), *args], stdin=slave, stdout=stdout, stderr=slave, env=env)
     os.close(slave)
     seen, deadline = b"", time.monotonic() + 30
-    while b"Join anyway?" not in seen and time.monotonic() < deadline:
+    while question not in seen and time.monotonic() < deadline:
         if select.select([master], [], [], 0.1)[0]:
             seen += os.read(master, 4096)
-    os.write(master, b"n\n")
-    assert p.wait(timeout=30) == 2, seen
+    os.write(master, answer)
+    code = p.wait(timeout=30)
+    with contextlib.suppress(OSError):
+        while select.select([master], [], [], 0.2)[0]:
+            seen += os.read(master, 4096)
     os.close(master)
-    assert b"Join anyway?" in seen
+    return code, seen
+
+
+def test_tails_join_question_is_asked_on_stderr_never_into_the_data(term, sdk, tmp_path):
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "someone-else")  # a live instance: joining asks first
+    data = tmp_path / "data.out"
+    args = ["--config", config, "tail", "--instance", "me", "-n", "1"]
+    code, seen = _answer(args, env, b"Join anyway?", b"n\n", data)
+    assert code == 2 and b"Join anyway?" in seen, seen
     assert data.read_bytes() == b""  # stdout is data only
+
+
+def test_tail_asks_before_creating_a_group_and_a_no_leaves_no_trace(term, sdk, tmp_path):
+    """A typo on a terminal: the question names the close group; no creates nothing and `groups list` does not
+    remember it (only groups that exist are)."""
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "a")
+    assert proc.run(["--config", config, "inspect", "billing"], env).returncode == 0  # 'billing' is known here
+    data = tmp_path / "data.out"
+    args = ["--config", config, "tail", "billling", "--instance", "me", "-n", "1"]
+    code, seen = _answer(args, env, b"[y/N]", b"n\n", data)
+    text = seen.decode()
+    assert code == 2, text
+    assert "group 'billling' does not exist yet. Did you mean 'billing'? Create it, starting at earliest?" in text
+    assert "group 'billling' was not created." in text and "--create" in text
+    assert sdk.group_missing(sid, "billling")
+    listed = proc.run(["--config", config, "-o", "json", "groups", "list"], env)
+    assert [g["group"] for g in json.loads(listed.stdout)] == ["billing"], listed.stderr.decode()
+
+
+def test_cursor_create_does_not_take_partitions_from_a_live_group_silently(term, sdk):
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "worker-1")
+    refused = proc.run(["--config", config, "cursor", "create", "--instance", "script"], env)
+    err = refused.stderr.decode()
+    assert refused.returncode == 2 and "group 'billing' is being consumed by worker-1" in err, err
+    assert "--join-live" in err and "--partition P" in err and refused.stdout == b""
+    assert {r.reserved_instance for r in sdk.group(sid, "billing").values()} == {"worker-1"}
+    joined = proc.run(["--config", config, "cursor", "create", "--instance", "script", "--join-live"], env)
+    assert joined.returncode == 0 and joined.stdout.strip(), joined.stderr.decode()
 
 
 def test_the_watchs_health_verdict_is_one_line_at_80_columns_not_a_block_wrapped_to_its_table(term, sdk):

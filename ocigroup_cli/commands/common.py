@@ -4,6 +4,7 @@ status line a person sees while a request is waited for."""
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,6 +13,7 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.core.clock import Clock, SystemClock
+from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:  # imported inside the functions: `--help` must not pay for the client
     from ocigroup_cli.config import Profile
@@ -44,6 +46,12 @@ def globals_of(ctx: typer.Context) -> Globals:
     if not isinstance(root.obj, Globals):
         root.obj = Globals()
     return root.obj
+
+
+def stream_choice(ref: str, flag: str) -> dict[str, tuple[Any, str]]:
+    """The setting that points the profile at stream `ref`: an OCID, else a name (which wins over the profile's
+    stream.id)."""
+    return {"stream.id" if ref.startswith("ocid1.") else "stream.name": (ref, flag)}
 
 
 def load_profile(ctx: typer.Context, **overrides: tuple[Any, str]) -> Profile:
@@ -105,3 +113,17 @@ InstanceOption = Annotated[str | None, typer.Option(help="Instance name (default
 def fmt(ctx: typer.Context, output: str | None = None) -> str:
     """The output format: the command's --output, else the global one, else table on a TTY and JSON when piped."""
     return console.output_format(console.check_format(output or globals_of(ctx).output))
+
+
+def confirm_joining(group: str, others: list[str], join_live: bool, instead: str) -> None:
+    """Joining takes partitions from live instances: only on purpose (--join-live, or a yes on a terminal);
+    `instead`: how to do without joining."""
+    if not others or join_live:
+        return
+    message = (
+        f"group {group!r} is being consumed by {', '.join(others)}: joining takes partitions from them "
+        "and commits offsets for the group."
+    )
+    if console.is_tty(sys.stdin) and console.ask(f"{message} Join anyway?"):
+        return
+    raise UsageError(message, f"pass --join-live to join anyway, or {instead}")

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.commands.common import OutputOption, confirm_joining, fmt, globals_of, load_profile, session
 from ocigroup_cli.core.models import CURSOR_TYPES, GROUP_CURSOR_TYPES
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from ocigroup_cli.ops.cursor import GroupCursor
+    from ocigroup_cli.ops.session import Session
 
 app = typer.Typer(help="Create group cursors and partition cursors.", no_args_is_help=True)
 BY_OFFSET = ("AT_OFFSET", "AFTER_OFFSET")
@@ -41,6 +45,20 @@ def _kind_and_time(
         raise UsageError(f"--time: {exc}.") from None
 
 
+def _join(s: Session, group: str, me: str, kind: str, when: int | None, join_live: bool, now_ms: int) -> GroupCursor:
+    """Join `group` as `me` (one name: a {random} template names who joined), taking partitions from live
+    instances only on purpose."""
+    from ocigroup_cli.ops.cursor import group_cursor
+    from ocigroup_cli.ops.groups import remember
+    from ocigroup_cli.ops.peek import live_others
+
+    others = live_others(s.client, s.stream, group, me, now_ms)
+    confirm_joining(group, others or [], join_live, "--partition P for a partition cursor, which joins nothing")
+    made = group_cursor(s, group, me, kind, when, existed=others is not None)
+    remember(s.stream.id, group, now_ms)
+    return made
+
+
 @app.command()
 def create(
     ctx: typer.Context,
@@ -59,12 +77,15 @@ def create(
         bool | None, typer.Option(help="Let GetMessages commit the previous batch. [default: the profile's]")
     ] = None,
     timeout_ms: Annotated[int | None, typer.Option(help="Instance inactivity timeout.", min=1000)] = None,
+    join_live: Annotated[
+        bool, typer.Option("--join-live", help="Join even though other live instances hold partitions.")
+    ] = False,
 ) -> None:
     """Print a new cursor (bare value when piped, JSON with -o json).
 
     Example: CURSOR=$(ocigroup cursor create billing --instance worker-1 --type LATEST)
     """
-    from ocigroup_cli.ops.cursor import group_cursor, partition_cursor
+    from ocigroup_cli.ops.cursor import partition_cursor
 
     g = globals_of(ctx)
     kind, when = _kind_and_time(type_, time, partition, offset, g.clock.time_ms())
@@ -84,7 +105,7 @@ def create(
         data = {"cursor": value, "partition": partition, "type": kind}
     else:
         name = profile.require(profile.settings.group.name, "group.name", "GROUP")
-        made = group_cursor(s, name, profile.instance_name(), kind, when)  # one name: {random} names who joined
+        made = _join(s, name, profile.instance_name(), kind, when, join_live, g.clock.time_ms())
         if made.existed and type_ is not None:
             console.warn(
                 f"group {name!r} already exists: --type is ignored and its committed offsets are used. "

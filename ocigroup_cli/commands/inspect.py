@@ -216,15 +216,16 @@ def _look(
 ) -> tuple[GroupView, Health | None]:
     """One look at the group: described (each partition probed first where its newest message was, on the look
     `before` or the last run), remembered for the next look and run, and judged over `window_ms` if given."""
-    from ocigroup_cli.ops.groups import remember
+    from ocigroup_cli.ops.groups import named, remember
     from ocigroup_cli.ops.health import assess
     from ocigroup_cli.ops.inspect import describe
     from ocigroup_cli.ops.newest import last_seen, note_seen
 
     hints = before.newest_ms() if before else last_seen(s.stream.id)
-    view = describe(s.client, s.stream, group, now_ms, lag_cap, hints, before)
+    with named(s.stream, group, list(s.profile.file_groups)):
+        view = describe(s.client, s.stream, group, now_ms, lag_cap, hints, before)
     if before is None:
-        remember(s.stream.id, group)
+        remember(s.stream.id, group, now_ms)
     note_seen(s.stream.id, view.newest_ms())
     return view, None if window_ms is None else assess(view, s.stream.id, now_ms, window_ms)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,7 +17,9 @@ from ocigroup_cli.core.timespec import Position, parse_duration_ms, parse_positi
 from ocigroup_cli.errors import Interrupted, OcigroupError, UsageError
 
 if TYPE_CHECKING:
+    from ocigroup_cli.config import Profile
     from ocigroup_cli.ops.reset import PartitionPlan, Plan
+    from ocigroup_cli.ops.session import Session
 
 COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "RESUMES-AT", "WILL-RESUME-AT", "REPLAY", "SKIP"]
 
@@ -65,6 +69,13 @@ def reset(
         bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (required when not on a TTY).")
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Reset even while instances hold live reservations.")] = False,
+    save_plan: Annotated[
+        str | None, typer.Option("--save-plan", help="Write the plan to FILE, to execute later with --from-plan.")
+    ] = None,
+    from_plan: Annotated[
+        str | None,
+        typer.Option("--from-plan", help="Use the plan in FILE (refused if the group changed since it was made)."),
+    ] = None,
     output: OutputOption = None,
 ) -> None:
     """Plan a reset of every partition of GROUP, then apply it with --execute.
@@ -73,39 +84,97 @@ def reset(
     Examples (a plan, then the reset it shows):
       ocigroup reset billing --to 2024-05-01T10:00:00Z
       ocigroup reset billing --to 2024-05-01T10:00:00Z --execute --yes
+    \b
+    A plan kept in a file, then executed as it stands:
+      ocigroup reset billing --to 2h --save-plan billing.plan
+      ocigroup reset --from-plan billing.plan --execute
     """
-    from ocigroup_cli.ops.reset import apply, plan
+    from ocigroup_cli.ops.reset import apply
 
-    if dry_run and execute:
-        raise UsageError("--dry-run and --execute exclude each other.")
+    _check_flags(dry_run, execute, save_plan, from_plan, to, by_duration)
     g = globals_of(ctx)
-    target = _target(to, by_duration, g.clock.time_ms())
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
-    name = profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
-    the_plan = plan(s.client, s.stream, name, target, g.clock.time_ms())
+    if from_plan is not None:
+        the_plan = _from_file(s, Path(from_plan), group, g.clock.time_ms())
+        again = f"ocigroup{g.repeated()} reset --from-plan {shlex.quote(from_plan)} --execute"
+    else:
+        the_plan = _new_plan(s, profile, _target(to, by_duration, g.clock.time_ms()), g.clock.time_ms())
+        again = (
+            f"ocigroup{g.repeated()} reset {shlex.quote(the_plan.group)} --to {the_plan.target.describe()} --execute"
+        )
     out = fmt(ctx, output)
     for x in the_plan.losses:  # what the group lost before this reset, whatever the reset does
         console.warn(f"{x.text()}; after the reset it reads from offset {x.first_retained} at the earliest")
-    if not _go_ahead(the_plan, out, execute, force, yes):
+    if save_plan is not None:
+        again = _save(s, the_plan, Path(save_plan), g.clock.time_ms(), g.repeated())
+    if not _go_ahead(the_plan, out, execute, force, yes, again):
         return
     record = apply(s.client, s.stream, the_plan, g.clock.time_ms())
     rows = [[r["partition"], r["committed_before"], _next(r["next_read"])] for r in record["result"]]
-    title = f"reset applied to group {name!r}"
+    title = f"reset applied to group {the_plan.group!r}"
     console.emit(record, out, lambda: console.table(["PARTITION", "COMMITTED BEFORE", "READS NEXT"], rows, title=title))
     console.notice(f"record written to {record['record_file']}")
 
 
-def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool) -> bool:
-    """Whether to apply the plan: not for a dry run (shown, with whether --execute would be refused), never over
-    live instances without --force, and on a terminal only once the user said yes."""
+def _check_flags(
+    dry_run: bool, execute: bool, save_plan: str | None, from_plan: str | None, to: str | None, by: str | None
+) -> None:
+    if dry_run and execute:
+        raise UsageError("--dry-run and --execute exclude each other.")
+    if save_plan is not None and (execute or from_plan is not None):
+        raise UsageError("--save-plan writes a plan to review and execute later.",
+                         "drop --execute, then run: ocigroup reset --from-plan FILE --execute")  # fmt: skip
+    if from_plan is not None and (to is not None or by is not None):
+        raise UsageError("--from-plan carries its own target.", "drop --to / --by-duration")
+
+
+def _new_plan(s: Session, profile: Profile, target: Position, now_ms: int) -> Plan:
+    from ocigroup_cli.ops.groups import named
+    from ocigroup_cli.ops.reset import plan
+
+    name = profile.require(profile.settings.group.name, "group.name", "GROUP")
+    with named(s.stream, name, list(profile.file_groups)):
+        return plan(s.client, s.stream, name, target, now_ms)
+
+
+def _from_file(s: Session, path: Path, group: str | None, now_ms: int) -> Plan:
+    from ocigroup_cli.ops import saved_plan
+
+    doc = saved_plan.read(path)
+    saved = saved_plan.from_document(doc, path)
+    if group is not None and group != saved.group:
+        raise UsageError(f"--from-plan {path} is a plan for group {saved.group!r}, not {group!r}.",
+                         "drop GROUP, or give the plan made for it")  # fmt: skip
+    return saved_plan.still_holds(s.client, s.stream, doc, saved, now_ms)
+
+
+def _save(s: Session, the_plan: Plan, path: Path, now_ms: int, options: str) -> str:
+    """Write the plan; the command that executes it."""
+    import json
+
+    from ocigroup_cli.ops.saved_plan import to_document
+    from ocigroup_cli.paths import replace_file
+
+    try:
+        replace_file(path, json.dumps(to_document(the_plan, s.stream, now_ms), indent=2) + "\n", make_parent=False)
+    except OSError as exc:
+        raise UsageError(f"--save-plan {path}: {exc.strerror or exc}.", "give a path in a writable directory") from None
+    console.notice(f"plan saved to {path}")
+    return f"ocigroup{options} reset --from-plan {shlex.quote(str(path))} --execute"
+
+
+def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool, again: str) -> bool:
+    """Whether to apply the plan: not for a dry run (shown, with whether --execute would be refused and the command
+    `again` that applies it), never over live instances without --force, and on a terminal only once the user
+    said yes."""
     name, target = the_plan.group, the_plan.target
     expiry = ", ".join(
         f"{who} expires in {human_duration(the_plan.expires_in_s[who])}" for who in the_plan.live_instances
     )
     if not execute:
         console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
-        console.notice("dry run: nothing changed. Add --execute to apply this reset.")
+        console.notice(f"dry run: nothing changed. To apply this plan: {again}")
         if the_plan.live_instances and not force:
             console.warn(f"--execute would be refused: live instances ({expiry}); {LIVE_HINT}.")
         return False

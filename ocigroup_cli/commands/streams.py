@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session
+from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session, stream_choice
 
 app = typer.Typer(help="List, show and create streams.", no_args_is_help=True)
 COLUMNS = ["NAME", "ID", "PARTITIONS", "STATE", "CREATED"]
@@ -29,9 +29,14 @@ def list_(ctx: typer.Context, output: OutputOption = None) -> None:
 
 
 @app.command()
-def show(ctx: typer.Context, output: OutputOption = None) -> None:
-    """Show the profile's stream (partitions, retention, messages endpoint)."""
-    _emit_one(ctx, asdict(session(ctx, load_profile(ctx)).stream), output)
+def show(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="Stream name or OCID (default: the profile's stream).")] = None,
+    output: OutputOption = None,
+) -> None:
+    """Show a stream (partitions, retention, messages endpoint): the profile's, or the one named."""
+    profile = load_profile(ctx, **(stream_choice(name, "NAME") if name else {}))
+    _emit_one(ctx, asdict(session(ctx, profile).stream), output)
 
 
 @app.command()

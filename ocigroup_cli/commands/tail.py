@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import GroupArgument, InstanceOption, globals_of, load_profile, session
+from ocigroup_cli.commands.common import (
+    GroupArgument,
+    InstanceOption,
+    confirm_joining,
+    globals_of,
+    load_profile,
+    session,
+)
 from ocigroup_cli.commands.lines import ENCODINGS, FORMATS, LineSink, formatter
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import EARLIEST, Position, parse_position
@@ -77,6 +85,9 @@ CommitOption = Annotated[bool | None, typer.Option(help="Override the profile's 
 JoinLiveOption = Annotated[
     bool, typer.Option("--join-live", help="Join even though other live instances hold partitions.")
 ]
+CreateOption = Annotated[
+    bool, typer.Option("--create", help="Create GROUP if it does not exist, without asking on a terminal.")
+]
 PeekOption = Annotated[
     bool, typer.Option("--peek", help="Read from the committed offsets without joining or committing.")
 ]
@@ -110,6 +121,7 @@ def tail(
     batch_limit: BatchOption = None,
     commit_on_get: CommitOption = None,
     join_live: JoinLiveOption = False,
+    create: CreateOption = False,
     peek_: PeekOption = False,
     partition: PartitionOption = None,
     offset: OffsetOption = None,
@@ -121,17 +133,12 @@ def tail(
     """
     _check_format(format_, encoding, template)
     _check_peek(peek_, partition, offset)
+    from ocigroup_cli.ops.groups import named
     from ocigroup_cli.ops.peek import peek
 
     g = globals_of(ctx)
     start = _start(from_, g.clock.time_ms())
-    overrides = {
-        "group.name": (group, "GROUP"),
-        "group.instance": (instance, "--instance"),
-        "group.commit_on_get": (commit_on_get, "--commit-on-get"),
-        "group.on_data_loss": (on_data_loss, "--on-data-loss"),
-    }
-    profile = load_profile(ctx, **overrides)
+    profile = _profile(ctx, group, instance, commit_on_get, on_data_loss)
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
     sink = LineSink(Delivery.stdout(), formatter(format_, encoding, template))
@@ -139,11 +146,13 @@ def tail(
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if peek_:
-            peek(s.client, s.stream, name, sink, max_messages, partition, offset)
+            with named(s.stream, name, list(profile.file_groups)):
+                peek(s.client, s.stream, name, sink, max_messages, partition, offset)
             return
         limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
-        runner.append(_instance(s, g, profile, name, start, sink, join_live, limits))
-        stats = runner[0].run()
+        with _instance(s, g, profile, name, start, sink, join_live, create, limits) as member:
+            runner.append(member)
+            stats = member.run()
         console.notice(f"tail stopped: {_delivered(stats)}; {stats.rebalances} rebalance(s)")
     except DataLost:  # say what was delivered before the loss stopped it
         if runner:
@@ -157,6 +166,20 @@ def tail(
         signal.signal(signal.SIGTERM, previous)
 
 
+def _profile(
+    ctx: typer.Context, group: str | None, instance: str | None, commit_on_get: bool | None, on_data_loss: str | None
+) -> Profile:
+    return load_profile(
+        ctx,
+        **{
+            "group.name": (group, "GROUP"),
+            "group.instance": (instance, "--instance"),
+            "group.commit_on_get": (commit_on_get, "--commit-on-get"),
+            "group.on_data_loss": (on_data_loss, "--on-data-loss"),
+        },
+    )
+
+
 def _check_peek(peek_: bool, partition: int | None, offset: int | None) -> None:
     if not peek_ and (partition is not None or offset is not None):
         raise UsageError("--partition and --offset choose what --peek reads.", "add --peek (a group instance reads "
@@ -165,24 +188,32 @@ def _check_peek(peek_: bool, partition: int | None, offset: int | None) -> None:
         raise UsageError("--offset needs --partition (offsets are per partition).", "add --partition P")
 
 
+@contextlib.contextmanager
 def _instance(
     s: Session, g: Globals, profile: Profile, name: str, start: Position, sink: LineSink, join_live: bool,
-    limits: dict[str, Any],
-) -> Tail:  # fmt: skip
-    """The group instance this tail runs as, once it is clear that it may join (a new group, or live instances)."""
+    create: bool, limits: dict[str, Any],
+) -> Iterator[Tail]:  # fmt: skip
+    """The group instance this tail runs as, once it is clear that it may join (a new group, or live instances),
+    while no other process on this host runs as the same instance."""
+    from ocigroup_cli.ops.claim import claim_instance
     from ocigroup_cli.ops.groups import remember
     from ocigroup_cli.ops.peek import live_others
     from ocigroup_cli.ops.tail import Tail, TailOptions
 
     me = profile.instance_name()
-    others = live_others(s.client, s.stream, name, me, g.clock.time_ms())
-    if others is None:
-        _new_group_notice(s.stream.id, name, start, list(profile.file_groups))
-    _confirm_joining(name, others or [], join_live)
-    remember(s.stream.id, name)
-    options = TailOptions.of(profile.settings.group, name, me, start, options=g.repeated(), **limits)
-    status = _status_line(g.clock) if console.STATUS.enabled() else None
-    return Tail(s.client, s.stream, options, g.clock, sink, console.notice, status)
+    with claim_instance(s.stream.id, name, me, chosen=profile.sources["group.instance"] != "default"):
+        others = live_others(s.client, s.stream, name, me, g.clock.time_ms())
+        if others is None:
+            _creating(s.stream.id, name, start, list(profile.file_groups), create)
+        confirm_joining(name, others or [], join_live, "--peek to read without joining")
+        options = TailOptions.of(profile.settings.group, name, me, start, options=g.repeated(), **limits)
+        status = _status_line(g.clock) if console.STATUS.enabled() else None
+        member = Tail(s.client, s.stream, options, g.clock, sink, console.notice, status)
+        try:
+            yield member
+        finally:
+            if member.cursor:  # it joined: the group exists (a typo declined at the question leaves no trace)
+                remember(s.stream.id, name, g.clock.time_ms())
 
 
 def _start(from_: str | None, now_ms: int) -> Position:
@@ -192,29 +223,21 @@ def _start(from_: str | None, now_ms: int) -> Position:
         raise UsageError(f"--from: {exc}.") from None
 
 
-def _new_group_notice(stream_id: str, group: str, start: Position, named: list[str]) -> None:
-    """Say that `tail` creates a group, and question a name close to a group used here before or `named` in the
-    profile file (a typo)."""
+def _creating(stream_id: str, group: str, start: Position, named: list[str], create: bool) -> None:
+    """`tail` creates a group that does not exist: say so, question a name close to a group used here before or
+    `named` in the profile file (a typo), and on a terminal ask first (unless --create)."""
     from ocigroup_cli.ops.groups import close_to
 
     close = close_to(stream_id, group, named)
-    console.notice(
-        f"group {group!r} does not exist yet: tail creates it, starting at {start.describe()}"
-        + (f". Did you mean {close!r}?" if close else ".")
-    )
-
-
-def _confirm_joining(group: str, others: list[str], join_live: bool) -> None:
-    """Joining takes partitions from live instances: only on purpose (--join-live, or a yes on a terminal)."""
-    if not others or join_live:
+    typo = f" Did you mean {close!r}?" if close else ""
+    if create or not console.is_tty(sys.stdin):
+        console.notice(f"group {group!r} does not exist yet: tail creates it, starting at {start.describe()}.{typo}")
         return
-    message = (
-        f"group {group!r} is being consumed by {', '.join(others)}: joining takes partitions from them "
-        "and commits offsets for the group."
-    )
-    if console.is_tty(sys.stdin) and console.ask(f"{message} Join anyway?"):
-        return
-    raise UsageError(message, "pass --join-live to join anyway, or --peek to read without joining")
+    if not console.ask(f"group {group!r} does not exist yet.{typo} Create it, starting at {start.describe()}?"):
+        raise UsageError(
+            f"group {group!r} was not created.",
+            "check the name (ocigroup groups list), or pass --create to create it without the question",
+        )
 
 
 def _status_line(clock: Clock) -> Callable[[TailStats], None]:

@@ -98,7 +98,16 @@ FILES = (
         "cache/",
         "The Spark JVM's class archive, recorded by the first export so later ones start sooner; safe to delete.",
     ),
-    File("groups.json", "The groups tail and inspect used per stream, to question a new name close to one of them."),
+    File(
+        "groups.json",
+        "The groups that exist and were used from here, per stream, with when: `groups list`, and a did-you-mean for a "
+        "mistyped one.",
+    ),
+    File(
+        "instances/",
+        "Locks naming the group instances running on this host (only where abstract Unix sockets are missing: on "
+        "Linux the claim is a socket, and no file is left).",
+    ),
     File("newest.json", "Where inspect last found each partition's newest message, probed first the next time."),
     File(
         "health/",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ocigroup_cli.errors import NotFound, UsageError
+from ocigroup_cli.errors import UsageError
 from ocigroup_cli.ops.session import Session
 
 
@@ -16,13 +16,8 @@ class GroupCursor:
     existed: bool  # the group was there already: the cursor type was ignored, its committed offsets apply
 
 
-def group_cursor(s: Session, group: str, instance: str, kind: str, time_ms: int | None) -> GroupCursor:
-    """Join `group` as `instance` with the profile's commit mode and timeout."""
-    try:
-        s.client.get_group(s.stream, group)
-        existed = True
-    except NotFound:
-        existed = False
+def group_cursor(s: Session, group: str, instance: str, kind: str, time_ms: int | None, existed: bool) -> GroupCursor:
+    """Join `group` (which `existed` before) as `instance` with the profile's commit mode and timeout."""
     settings = s.profile.settings.group
     cursor = s.client.create_group_cursor(
         s.stream, group, instance, kind, time_ms, settings.commit_on_get, settings.timeout_ms

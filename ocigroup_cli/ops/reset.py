@@ -109,12 +109,6 @@ def plan(
 ) -> Plan:
     """The reset of `group` to `target`, partition by partition; `known`: its next reads, if already found."""
     reservations, reads = known or next_reads(client, stream, group)
-    live = sorted({r.instance for r in reservations.values() if r.live(now_ms) and r.instance})
-    expires = {
-        name: round(max((r.reserved_until_ms or now_ms) - now_ms for r in reservations.values() if r.instance == name)
-                    / 1000, 1)
-        for name in live
-    }  # fmt: skip
     parts, sizer = [], Sizer()
     for p, read in enumerate(reads):
         r = reservations.get(p)
@@ -130,7 +124,15 @@ def plan(
                 skip, capped, at_most = _count(client, stream, p, (now_at, after_at), now_ms, sizer)
         owner = r.instance if r and r.live(now_ms) else None
         parts.append(PartitionPlan(p, committed, owner, now_at, after_at, replay, skip, capped, at_most, read.lost))
-    return Plan(stream.name, group, target, parts, live, expires)
+    return Plan(stream.name, group, target, parts, *live_instances(reservations, now_ms))
+
+
+def live_instances(reservations: dict[int, Reservation], now_ms: int) -> tuple[list[str], dict[str, float]]:
+    """The instances holding live reservations, and when the last reservation of each runs out (s from now)."""
+    live = sorted({r.instance for r in reservations.values() if r.live(now_ms) and r.instance})
+    left = {who: max((r.reserved_until_ms or now_ms) - now_ms for r in reservations.values() if r.instance == who)
+            for who in live}  # fmt: skip
+    return live, {who: round(ms / 1000, 1) for who, ms in left.items()}
 
 
 def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: int) -> dict[str, Any]:

@@ -7,12 +7,13 @@ reference, so later runs need no ListStreams/GetStream call. A 404 for the strea
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 from dataclasses import asdict
 from pathlib import Path
 
 from ocigroup_cli.client.streaming import StreamingClient
-from ocigroup_cli.config import Profile
+from ocigroup_cli.config import LOCAL_SOURCE, Profile
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import ConfigError, OcigroupError, TransientError
 from ocigroup_cli.ops import local
@@ -100,6 +101,8 @@ def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
         try:
             return _by_name(client, name, compartment)
         except StreamNotFound:
+            if profile.sources["stream.name"] != LOCAL_SOURCE:  # a name typed: a typo must not become a stream
+                raise
             created = client.create_stream(name, int(profile.settings.stream.partitions), compartment)
             return wait_active(client, client.get_stream(created.id), float(profile.settings.deadline_s))
 
@@ -113,5 +116,13 @@ def _by_name(client: StreamingClient, name: str, compartment: str) -> StreamInfo
     if len(found) > 1:
         raise OcigroupError(f"{len(found)} streams are named {name!r} in {compartment}.", "use stream.id instead")
     if not found:
-        raise StreamNotFound(f"no active stream named {name!r} in compartment {compartment}.")
+        names = sorted({s.name for s in client.list_streams(compartment) if s.state == "ACTIVE"})
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        known = (
+            f"did you mean {close[0]!r}? " if close else (f"the streams are {', '.join(names[:8])}; " if names else "")
+        )
+        raise StreamNotFound(
+            f"no active stream named {name!r} in compartment {compartment}.",
+            f"{known}create it with: ocigroup streams create {name} (ocigroup streams list shows them all)",
+        )
     return client.get_stream(found[0].id)  # ListStreams' summaries leave out the retention

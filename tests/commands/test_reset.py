@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
@@ -136,5 +137,63 @@ def test_the_time_forms_the_help_shows_are_accepted_by_the_installed_script(api_
         assert ms_to_rfc3339(minute) in json.dumps(planned)
         wrong = proc.run(["--config", config, "reset", "--to", "15 minutes back"], env)
         assert wrong.returncode == 2 and b"2h ago" in wrong.stderr  # the accepted forms, named
+    finally:
+        server.stop()
+
+
+def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
+    """`--to 10m --save-plan F` resolves the time once; `--from-plan F --execute` later applies that time, not
+    10 minutes before the execution; a commit made since the plan refuses it in one line and changes nothing."""
+    from ocigroup_cli.core.clock import SystemClock
+    from tests.helpers import cli as proc
+    from tests.helpers.service import Sdk, start_server, write_config
+
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=1, name="orders")
+        sdk.put(sid, [("k", f"m{i}") for i in range(10)])
+        cursor = sdk.group_cursor(sid, "billing", "a", timeout_in_ms=1000)
+        sdk.client.consumer_commit(sid, sdk.get(sid, cursor, limit=4)[1])
+        committed = sdk.group(sid, "billing")[0].committed_offset
+        time.sleep(1.2)  # its reservation runs out: nobody live
+        config = write_config(tmp_path, api_key, server.url, group__name="billing")
+        env = proc.clean_env(tmp_path / "state")
+        plan_file = tmp_path / "billing.plan"
+        dry = proc.run(["--config", config, "reset", "--to", "10m", "--save-plan", str(plan_file)], env)
+        err = dry.stderr.decode()
+        assert dry.returncode == 0 and f"plan saved to {plan_file}" in err, err
+        assert f"To apply this plan: ocigroup --config {config} reset --from-plan {plan_file} --execute" in err
+        saved = json.loads(plan_file.read_text())
+        assert saved["target"]["kind"] == "AT_TIME" and saved["partitions"][0]["committed_offset"] == committed
+        time.sleep(1.5)  # "10m" later is another time: the plan's must be the one applied
+        done = proc.run(["--config", config, "-o", "json", "reset", "--from-plan", str(plan_file), "--execute",
+                         "--yes"], env)  # fmt: skip
+        assert done.returncode == 0, done.stderr.decode()
+        record = json.loads(done.stdout)
+        assert record["target"] == saved["target"]["text"] and record["result"][0]["committed_before"] == committed
+        assert sdk.group(sid, "billing")[0].committed_offset in (None, -1)  # every message is after 10m ago
+
+        again = proc.run(["--config", config, "reset", "--to", "earliest", "--save-plan", str(plan_file)], env)
+        assert again.returncode == 0, again.stderr.decode()
+        cursor = sdk.group_cursor(sid, "billing", "b", timeout_in_ms=1000)
+        sdk.client.consumer_commit(sid, sdk.get(sid, cursor, limit=2)[1])  # the group moves on after the plan
+        moved = sdk.group(sid, "billing")[0].committed_offset
+        time.sleep(1.2)
+        refused = proc.run(["--config", config, "reset", "--from-plan", str(plan_file), "--execute", "--yes"], env)
+        err = refused.stderr.decode()
+        assert refused.returncode == 1 and "the group changed since the plan was made" in err, err
+        assert f"partition 0 committed nothing -> {moved}" in err and len(err.strip().splitlines()) == 2
+        assert sdk.group(sid, "billing")[0].committed_offset == moved  # nothing changed
+
+        for args, needle in [
+            (["--to", "earliest", "--save-plan", str(plan_file), "--execute"], b"--save-plan writes a plan"),
+            (["--from-plan", str(plan_file), "--to", "earliest"], b"carries its own target"),
+            (["--from-plan", str(tmp_path / "missing.plan")], b"missing.plan"),
+            (["--from-plan", config], b"not JSON"),
+        ]:
+            bad = proc.run(["--config", config, "reset", *args], env)
+            assert bad.returncode == 2 and needle in bad.stderr, bad.stderr.decode()
+            assert len(bad.stderr.decode().strip().splitlines()) == 2
     finally:
         server.stop()

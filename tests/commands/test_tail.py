@@ -87,3 +87,20 @@ def test_a_new_group_close_to_one_named_in_the_profile_file_is_questioned(cli, s
     Path(cli.config).write_text(yaml.safe_dump(doc))
     typo = cli("tail", "payments-setlement", "--instance", "t", "-e")
     assert typo.code == 0 and "Did you mean 'payments-settlement'?" in typo.err
+
+
+def test_a_mistyped_group_gets_a_did_you_mean_and_is_never_remembered(cli, sdk):
+    """inspect and reset name the known group close to a typo; a typo declined or refused leaves no trace in
+    `groups list`, a group that exists is listed with when it was last used here."""
+    sdk.put(stream_id(sdk), [("k", "v")])
+    assert cli("tail", "--instance", "t", "-e").code == 0  # creates 'billing'
+    for args in (["inspect", "biling"], ["reset", "biling", "--to", "earliest"]):
+        r = cli(*args)
+        assert r.code == 1 and "group 'biling' does not exist on stream 'orders'" in r.err, r.err
+        assert "did you mean 'billing'?" in r.err and len(r.err.strip().splitlines()) == 2
+    listed = cli("-o", "json", "groups", "list")
+    assert listed.code == 0, listed.err
+    rows = {row["group"]: row for row in json.loads(listed.out)}
+    assert set(rows) == {"billing"}  # the typos were never created, so never remembered
+    assert rows["billing"]["exists"] is True and rows["billing"]["named_by"] == "profile"
+    assert rows["billing"]["last_used_here"] is not None and rows["billing"]["live_instances"] == ["t"]

@@ -124,3 +124,40 @@ def test_peek_reads_one_partition_from_its_commit_or_from_an_offset(api_key, tmp
         assert alone.returncode == 2 and b"add --peek" in alone.stderr
     finally:
         server.stop()
+
+
+def test_a_second_tail_with_the_same_instance_name_on_this_host_is_refused(api_key, tmp_path):
+    """Without --instance both would be the host's name: one member reading the same partitions twice. The second
+    is refused with the fix and the first one's pid; once the first is killed (-9), its name is free at once."""
+    from tests.helpers import cli as proc
+
+    server = start_server(api_key, SystemClock())
+    first = None
+    try:
+        sdk = Sdk(server, api_key)
+        sdk.stream(partitions=2, name="orders")
+        config = write_config(tmp_path, api_key, server.url, group__name="billing")
+        env = {**proc.clean_env(tmp_path / "state"), "PYTHONUNBUFFERED": "1"}
+        err = tmp_path / "first.err"
+        with err.open("wb") as stderr:
+            first = subprocess.Popen([proc.exe(), "--config", config, "tail"], stdout=subprocess.DEVNULL,
+                                     stderr=stderr, stdin=subprocess.DEVNULL, env=env)  # fmt: skip
+        assert wait_for(lambda: "partitions held" in err.read_text(), 20), err.read_text()
+        # another state directory (another user's) changes nothing: the claim is the host's
+        second = proc.run(["--config", config, "tail", "-e"], proc.clean_env(tmp_path / "other"))
+        text = second.stderr.decode()
+        assert second.returncode == 2 and len(text.strip().splitlines()) == 2, text
+        assert f"another process on this host (pid {first.pid}) is already running as instance" in text
+        assert "--instance NAME" in text and "Traceback" not in text
+        named = proc.run(["--config", config, "tail", "-e", "--instance", "other", "--join-live"], env)
+        assert named.returncode == 0, named.stderr.decode()  # its own name: joins (and the first still runs)
+        assert first.poll() is None
+        first.kill()
+        first.wait(timeout=10)
+        again = proc.run(["--config", config, "tail", "-e", "--join-live"], env)
+        assert again.returncode == 0, again.stderr.decode()  # a restart after a crash is never refused
+    finally:
+        if first is not None and first.poll() is None:
+            first.kill()
+            first.wait(timeout=10)
+        server.stop()

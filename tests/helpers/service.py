@@ -148,6 +148,16 @@ class Sdk:
         reservations = self._paced(lambda: self.client.get_group(stream_id, group)).data.reservations
         return {int(r.partition): r for r in reservations}
 
+    def group_missing(self, stream_id, group) -> bool:
+        """Whether the service answers 404 for the group (it was never created, or expired unused)."""
+        try:
+            self.group(stream_id, group)
+        except oci.exceptions.ServiceError as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return False
+
 
 TEST_TRANSITION_MS = 100  # CREATING/DELETING in the tests' emulators: met by every stream, short for a suite
 

@@ -1,0 +1,100 @@
+"""A reset plan kept in a file (`reset --save-plan`), to be executed later as it stands (`reset --from-plan`).
+
+The file holds what the plan was made from, so that executing it applies that plan or nothing: the target as the
+service takes it (a relative target such as "10m" is resolved once, when the plan is made, to an absolute time),
+and per partition the committed offset and the live owner the plan saw. Before UpdateGroup, the group is read
+again; a committed offset that moved, or a partition taken by another instance, refuses the plan (the figures it
+showed no longer hold). An owner that went away since is no change: stopping the consumers is what a reset asks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ocigroup_cli.client.streaming import StreamingClient
+from ocigroup_cli.core.loss import Loss
+from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.core.timespec import Position
+from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.ops.reset import PartitionPlan, Plan, live_instances
+
+KIND = "ocigroup-reset-plan"
+VERSION = 1
+
+
+def to_document(the_plan: Plan, stream: StreamInfo, now_ms: int) -> dict[str, Any]:
+    """The plan as a file's JSON: what `from_document` reads back, and what a person reviews."""
+    return {
+        "kind": KIND,
+        "version": VERSION,
+        "made_at": ms_to_rfc3339(now_ms),
+        "stream_id": stream.id,
+        **the_plan.to_json(),
+        "target": {
+            "kind": the_plan.target.kind,
+            "time_ms": the_plan.target.time_ms,
+            "text": the_plan.target.describe(),
+        },
+    }
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A plan file's document; one line naming the file and what is wrong with it otherwise."""
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"--from-plan {path}: {exc.strerror or exc}.", "give the file --save-plan wrote") from None
+    except ValueError as exc:
+        raise UsageError(f"--from-plan {path}: not JSON ({exc}).", "give the file --save-plan wrote") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("version") != VERSION:
+        raise UsageError(f"--from-plan {path}: not a reset plan of this version.", "make one with reset --save-plan")
+    return doc
+
+
+def from_document(doc: dict[str, Any], path: Path) -> Plan:
+    try:
+        target = Position(str(doc["target"]["kind"]), doc["target"]["time_ms"])
+        parts = [PartitionPlan(**{**p, "lost": _loss(p["partition"], p["lost"])}) for p in doc["partitions"]]
+        return Plan(doc["stream"], doc["group"], target, parts, list(doc["live_instances"]), dict(doc["expires_in_s"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"--from-plan {path}: a reset plan with a missing or wrong field ({exc}).",
+                         "make a new one with reset --save-plan") from None  # fmt: skip
+
+
+def _loss(partition: int, lost: dict[str, Any] | None) -> Loss | None:
+    if not lost:
+        return None
+    return Loss(partition, lost["committed_offset"], lost["first_retained_offset"], lost["first_retained_time"])
+
+
+def still_holds(client: StreamingClient, stream: StreamInfo, doc: dict[str, Any], saved: Plan, now_ms: int) -> Plan:
+    """The saved plan, with the group's live instances as they are now, once the group is seen unchanged since the
+    plan was made; OcigroupError naming every change otherwise."""
+    if doc["stream_id"] != stream.id:
+        raise UsageError(
+            f"the plan is for stream {saved.stream!r} ({doc['stream_id']}), not {stream.name!r} ({stream.id}).",
+            f"pass --stream {doc['stream_id']} (or the profile the plan was made with)",
+        )
+    now = {r.partition: r for r in client.get_group(stream, saved.group)}
+    changes = []
+    for p in saved.partitions:
+        r = now.get(p.partition)
+        committed = r.committed_offset if r else None
+        owner = r.instance if r and r.live(now_ms) else None
+        if committed != p.committed_offset:
+            changes.append(f"partition {p.partition} committed {_text(p.committed_offset)} -> {_text(committed)}")
+        if owner is not None and owner != p.instance:
+            changes.append(f"partition {p.partition} now held by {owner} (was {p.instance or 'nobody'})")
+    if changes:
+        raise OcigroupError(
+            f"the group changed since the plan was made at {doc['made_at']}: {'; '.join(changes)}; nothing changed.",
+            "make a new plan (reset ... --save-plan FILE) and review it",
+        )
+    return Plan(saved.stream, saved.group, saved.target, saved.partitions, *live_instances(now, now_ms))
+
+
+def _text(offset: int | None) -> str:
+    return "nothing" if offset is None else str(offset)
