@@ -134,7 +134,7 @@ def _parse(interval: str, fail_on_time_lag: str | None, window: str, fail_on_hea
     except ValueError as exc:
         raise UsageError(f"{exc}.") from None
     if fail_on_health is not None and fail_on_health.upper() not in SEVERITIES[1:]:
-        raise UsageError(f"--fail-on-health must be WARN or ERROR, not {fail_on_health!r}.")
+        raise UsageError(f"--fail-on-health must be UNKNOWN, WARN or ERROR, not {fail_on_health!r}.")
     return wait_s, time_limit, window_ms
 
 
@@ -215,9 +215,11 @@ def _look(
     s: Session, group: str, now_ms: int, lag_cap: int, before: GroupView | None, window_ms: int | None
 ) -> tuple[GroupView, Health | None]:
     """One look at the group: described (each partition probed first where its newest message was, on the look
-    `before` or the last run), remembered for the next look and run, and judged over `window_ms` if given."""
+    `before` or the last run), remembered for the next look and run, and judged over `window_ms` if given (a
+    health sample is kept either way, where the state directory can be written)."""
+    from ocigroup_cli.errors import ConfigError
     from ocigroup_cli.ops.groups import named, remember
-    from ocigroup_cli.ops.health import assess
+    from ocigroup_cli.ops.health import assess, record
     from ocigroup_cli.ops.inspect import describe
     from ocigroup_cli.ops.newest import last_seen, note_seen
 
@@ -227,7 +229,11 @@ def _look(
     if before is None:
         remember(s.stream.id, group, now_ms)
     note_seen(s.stream.id, view.newest_ms())
-    return view, None if window_ms is None else assess(view, s.stream.id, now_ms, window_ms)
+    if window_ms is not None:
+        return view, assess(view, s.stream.id, now_ms, window_ms)
+    with contextlib.suppress(ConfigError):
+        record(view, s.stream.id, now_ms)
+    return view, None
 
 
 GroupArg = Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")]
@@ -247,14 +253,15 @@ LagCap = Annotated[
 FailOnLag = Annotated[int | None, typer.Option(help="Exit 5 when the total message lag exceeds this.", min=0)]
 FailOnTimeLag = Annotated[str | None, typer.Option(help="Exit 5 when any partition's time lag exceeds this (e.g. 5m).")]
 HealthOpt = Annotated[
-    bool, typer.Option("--health", help="Judge each partition OK, LAGGING, REWOUND, STALLED, STOPPED or LOST.")
+    bool, typer.Option("--health", help="Judge each partition OK, UNKNOWN, LAGGING, REWOUND, STALLED, STOPPED or LOST.")
 ]
 HealthWindow = Annotated[str, typer.Option(help="Judge health over the samples of this last period (e.g. 10m).")]
 SummaryOpt = Annotated[
     bool, typer.Option("--summary", help="One line per refresh: state, members, total lag, max time lag.")
 ]
 FailOnHealth = Annotated[
-    str | None, typer.Option(help="Exit 5 when the group's health is at least WARN or ERROR (implies --health).")
+    str | None,
+    typer.Option(help="Exit 5 when the group's health is at least UNKNOWN, WARN or ERROR (implies --health)."),
 ]
 
 

@@ -5,16 +5,18 @@ Rules, applied to one partition's samples inside the window (the newest sample i
   and the service refuses the group's reads until it is moved (reset). Known from the live sample alone.
 - STOPPED (ERROR): messages wait and no live instance has held the partition in the last two samples or more
   of the window (an instance that died: its reservation ran out, and nobody took the partition over). The reason
-  says how long at least, counted from the first sample without an owner, over the whole history kept.
+  says what the samples show and no more: how many samples in a row saw nobody, over how long (nobody may have
+  been seen between samples; what was not sampled is not claimed).
 - STALLED (ERROR): messages wait, an instance holds the partition, and its committed offset has not moved over
   the window.
 - REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say).
-- LAGGING (WARN): the committed offset moves, but the lag grew from every sample to the next and is larger at
-  the end than at the start. Past the cap, the lag compared is its upper bound (from the newest offset); a
-  capped lag without one is a lower bound only, and two of those are not "growth".
+- LAGGING (WARN): the committed offset moves, but the lag grew from every sample to the next over three samples
+  or more, and is larger at the end than at the start. Past the cap, the lag compared is its upper bound (from
+  the newest offset); a capped lag without one is a lower bound only, and two of those are not "growth".
 - OK: anything else, including an idle partition (nothing waiting) with or without an owner.
-A verdict other than OK needs two samples at least `min_span_ms` apart; with less history the partition is OK
-("too little history"). The group's verdict is its worst partition's.
+- UNKNOWN (between OK and WARN): messages wait, and the window holds fewer than two samples at least
+  `min_span_ms` apart (MIN_SPAN_MS by default): nothing can be judged yet. Nothing waiting is OK at once.
+The group's verdict is its worst partition's.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from dataclasses import dataclass
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 
-VERDICTS = {"OK": 0, "LAGGING": 1, "REWOUND": 1, "STALLED": 2, "STOPPED": 2, "LOST": 2}
-SEVERITIES = ("OK", "WARN", "ERROR")
+VERDICTS = {"OK": 0, "UNKNOWN": 1, "LAGGING": 2, "REWOUND": 2, "STALLED": 3, "STOPPED": 3, "LOST": 3}
+SEVERITIES = ("OK", "UNKNOWN", "WARN", "ERROR")
+MIN_SPAN_MS = 10_000  # a trend over less than this is noise (a watch a tenth of a second apart)
+LAGGING_SAMPLES = 3  # lag growing from one sample to the next, twice in a row
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class Sample:
 @dataclass(frozen=True)
 class Verdict:
     partition: int
-    verdict: str  # OK, LAGGING, REWOUND, STALLED, STOPPED, LOST
+    verdict: str  # OK, UNKNOWN, LAGGING, REWOUND, STALLED, STOPPED, LOST
     reason: str
 
     @property
@@ -65,10 +69,10 @@ def _waiting(s: Sample) -> str:
     return lag_text(s.lag, s.capped, s.at_most)
 
 
-def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms: int = 0) -> Verdict:
+def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms: int = MIN_SPAN_MS) -> Verdict:
     """The verdict for one partition from its samples, oldest first; the last one is the live sample."""
     if not history:
-        return Verdict(partition, "OK", "no samples")
+        return Verdict(partition, "UNKNOWN", "no samples")
     now = history[-1]
     if now.lost is not None:
         return Verdict(
@@ -80,13 +84,25 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
     window = [s for s in history if s.at_ms >= now.at_ms - window_ms]
     span = now.at_ms - window[0].at_ms
     if len(window) < 2 or span < min_span_ms or span <= 0:
-        return Verdict(partition, "OK", "too little history for a verdict (it grows with each run)")
+        if now.lag == 0:
+            return Verdict(partition, "OK", "nothing waiting")
+        who = "" if now.owner else ", nobody holds it"
+        return Verdict(
+            partition,
+            "UNKNOWN",
+            f"{_waiting(now)} waiting{who}; too little history to judge (two samples at least "
+            f"{human_duration(min_span_ms / 1000)} apart are needed; each inspect adds one)",
+        )
     first, took = window[0], human_duration(span / 1000)
-    unowned = _unowned_since(window)
-    if now.lag > 0 and unowned is not None:
-        since = _unowned_since(history) or unowned  # the whole history says how long, the window whether
-        held = human_duration((now.at_ms - since) / 1000)
-        return Verdict(partition, "STOPPED", f"no instance has held it for at least {held} while {_waiting(now)} wait")
+    unowned = _unowned_run(window)
+    if now.lag > 0 and unowned:
+        run = _unowned_run(history)  # the whole history says how long, the window whether
+        seen = human_duration((now.at_ms - run[-1].at_ms) / 1000)
+        return Verdict(
+            partition,
+            "STOPPED",
+            f"no instance held it in the last {len(run)} samples (over {seen}) while {_waiting(now)} wait",
+        )
     if now.lag > 0 and now.owner is not None and all(s.committed == first.committed for s in window):
         if first.committed is None:
             return Verdict(partition, "STALLED", f"nothing committed for {took} while {_waiting(now)} wait")
@@ -100,18 +116,18 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
             return Verdict(
                 partition, "REWOUND", f"committed offset went back from {before.committed} to {after.committed}"
             )
-    if now.committed != first.committed and _growing(window):
+    if now.committed != first.committed and len(window) >= LAGGING_SAMPLES and _growing(window):
         return Verdict(partition, "LAGGING", f"lag grew from {_waiting(first)} to {_waiting(now)} in {took}")
     return Verdict(partition, "OK", f"{_waiting(now)} waiting")
 
 
-def _unowned_since(samples: Sequence[Sample]) -> int | None:
-    """When the run of samples without an owner that ends the history began, if it holds two samples or more
-    over some time (one sample without an owner may be a handover caught half-way)."""
+def _unowned_run(samples: Sequence[Sample]) -> list[Sample]:
+    """The run of samples without an owner that ends the history, newest first, if it holds two samples or more
+    over some time (one sample without an owner may be a handover caught half-way); else empty."""
     run = list(itertools.takewhile(lambda s: s.owner is None, reversed(samples)))
     if len(run) < 2 or run[0].at_ms <= run[-1].at_ms:
-        return None
-    return run[-1].at_ms
+        return []
+    return run
 
 
 def _growing(window: Sequence[Sample]) -> bool:
@@ -121,10 +137,10 @@ def _growing(window: Sequence[Sample]) -> bool:
 
 
 def worst(verdicts: Iterable[Verdict]) -> str:
-    """The group's verdict: its worst partition's (OK for none)."""
+    """The group's verdict: its worst partition's (OK for none: a group without partitions has nothing to judge)."""
     return max((v.verdict for v in verdicts), key=lambda name: VERDICTS[name], default="OK")
 
 
 def fails(verdict: str, threshold: str) -> bool:
-    """Whether `verdict` is at least as bad as the severity `threshold` (WARN or ERROR)."""
+    """Whether `verdict` is at least as bad as the severity `threshold` (UNKNOWN, WARN or ERROR)."""
     return VERDICTS[verdict] >= SEVERITIES.index(threshold)

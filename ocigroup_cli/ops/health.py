@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ocigroup_cli.core.health import Sample, Verdict, judge, worst
+from ocigroup_cli.core.health import MIN_SPAN_MS, Sample, Verdict, judge, worst
 from ocigroup_cli.ops.inspect import GroupView
 from ocigroup_cli.paths import replace_file, state_dir, state_writes
 
-KEEP_SAMPLES = 200  # per group: enough for a window of hours at cron's pace, small enough to read at once
+KEEP_SAMPLES = 400  # per group: hours at cron's pace, 13 minutes of a 2 s watch; small enough to read at once
 
 
 @dataclass(frozen=True)
@@ -67,12 +67,20 @@ def _save(path: Path, rows: list[dict[str, Any]]) -> None:
         replace_file(path, "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows[-KEEP_SAMPLES:]))
 
 
-def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span_ms: int = 0) -> Health:
-    """Judge every partition over the history plus this sample, and keep this sample for the next run."""
+def record(view: GroupView, stream_id: str, at_ms: int) -> list[dict[str, Any]]:
+    """Add this sample to the group's history (every `inspect` does, judged or not: the denser the history, the
+    less a verdict has to assume between samples); the history, this sample last. Raises ConfigError when the
+    state directory cannot be written."""
     path = history_file(stream_id, view.group)
     rows = [r for r in _load(path) if r.get("at_ms", 0) < at_ms]
     rows.append(_snapshot(view, at_ms))
     _save(path, rows)
+    return rows
+
+
+def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span_ms: int = MIN_SPAN_MS) -> Health:
+    """Judge every partition over the history plus this sample, and keep this sample for the next run."""
+    rows = record(view, stream_id, at_ms)
     verdicts = []
     for p in view.partitions:
         samples = []

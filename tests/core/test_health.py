@@ -40,10 +40,11 @@ def test_lag_at_the_cap_twice_is_not_growth():
 
 
 def test_lag_past_the_cap_grows_by_its_upper_bound():
-    h = [Sample(0, 100, 1000, True, "w1", 4000), Sample(2 * MIN, 120, 1000, True, "w1", 9000)]
+    h = [Sample(0, 100, 1000, True, "w1", 4000), Sample(MIN, 110, 1000, True, "w1", 6000),
+         Sample(2 * MIN, 120, 1000, True, "w1", 9000)]  # fmt: skip
     v = judge(0, h, 10 * MIN)
     assert (v.verdict, v.reason) == ("LAGGING", "lag grew from 1,000–4,000 to 1,000–9,000 in 2m 00s")
-    unknown_bound = [h[0], Sample(2 * MIN, 120, 1000, True, "w1", None)]
+    unknown_bound = [*h[:2], Sample(2 * MIN, 120, 1000, True, "w1", None)]
     assert judge(0, unknown_bound, 10 * MIN).verdict == "OK"
 
 
@@ -56,7 +57,7 @@ def test_commits_that_do_not_move_while_messages_wait_is_stalled():
 def test_no_owner_for_the_whole_window_while_messages_wait_is_stopped():
     v = judge(1, _history((0, 100, 40, None), (5, 100, 60, None)), 10 * MIN)
     assert (v.verdict, v.severity) == ("STOPPED", "ERROR")
-    assert v.reason == "no instance has held it for at least 5m 00s while 60 wait"
+    assert v.reason == "no instance held it in the last 2 samples (over 5m 00s) while 60 wait"
 
 
 def test_an_instance_that_died_is_stopped_once_two_samples_show_nobody_holds_its_partition():
@@ -64,14 +65,20 @@ def test_an_instance_that_died_is_stopped_once_two_samples_show_nobody_holds_its
     assert judge(1, h, 10 * MIN).verdict == "OK"  # one sample without an owner may be a handover caught half-way
     h = _history((0, 100, 40, "w1"), (1, 100, 60, None), (2, 100, 70, None), (3, 100, 90, None))
     v = judge(1, h, 10 * MIN)
-    assert (v.verdict, v.reason) == ("STOPPED", "no instance has held it for at least 2m 00s while 90 wait")
+    assert (v.verdict, v.reason) == ("STOPPED", "no instance held it in the last 3 samples (over 2m 00s) while 90 wait")
     assert judge(1, [*h[:-1], Sample(3 * MIN, 100, 0, False, None)], 10 * MIN).verdict == "OK"  # nothing waits
 
 
-def test_how_long_nobody_held_it_counts_samples_older_than_the_window():
+def test_how_long_nobody_held_it_counts_samples_older_than_the_window_and_claims_only_what_they_show():
     h = _history((0, 100, 40, "w1"), (20, 100, 60, None), (29, 100, 70, None), (30, 100, 90, None))
     v = judge(1, h, 2 * MIN)
-    assert (v.verdict, v.reason) == ("STOPPED", "no instance has held it for at least 10m 00s while 90 wait")
+    assert (v.verdict, v.reason) == (
+        "STOPPED",
+        "no instance held it in the last 3 samples (over 10m 00s) while 90 wait",
+    )
+    # two samples minutes apart: what they show is two looks that saw nobody, not minutes without an owner
+    sparse = judge(1, _history((0, 100, 40, None), (7, 100, 60, None)), 10 * MIN)
+    assert "at least" not in sparse.reason and "last 2 samples (over 7m 00s)" in sparse.reason
 
 
 def test_an_owner_seen_inside_the_window_is_not_stopped_but_its_frozen_commits_are_stalled():
@@ -92,20 +99,31 @@ def test_samples_older_than_the_window_do_not_count():
     assert judge(0, h, 10 * MIN).verdict == "OK"
 
 
-def test_one_sample_or_too_short_a_span_gives_no_verdict_but_ok():
-    assert judge(0, _history((0, 100, 60, None)), 10 * MIN).reason.startswith("too little history")
+def test_one_sample_or_too_short_a_span_is_unknown_while_messages_wait_and_ok_when_nothing_does():
+    v = judge(0, _history((0, 100, 60, None)), 10 * MIN)
+    assert (v.verdict, v.severity) == ("UNKNOWN", "UNKNOWN")
+    assert v.reason.startswith("60 waiting, nobody holds it; too little history to judge")
+    assert judge(0, _history((0, 100, 0, None)), 10 * MIN).verdict == "OK"  # nothing waits: nothing to judge
     h = _history((0, 100, 60, None), (1, 100, 60, None))
-    assert judge(0, h, 10 * MIN, min_span_ms=2 * MIN).verdict == "OK"
+    assert judge(0, h, 10 * MIN, min_span_ms=2 * MIN).verdict == "UNKNOWN"
     assert judge(0, h, 10 * MIN, min_span_ms=1 * MIN).verdict == "STOPPED"
+    tenth = [Sample(0, 100, 3, False, "w1"), Sample(100, 101, 8, False, "w1")]  # a watch 0.1 s apart
+    assert judge(0, tenth, 10 * MIN).verdict == "UNKNOWN"  # MIN_SPAN_MS: 10 s at least
+
+
+def test_lag_growing_between_two_samples_only_is_not_yet_lagging():
+    assert judge(0, _history((0, 100, 50, "w1"), (2, 120, 90, "w1")), 10 * MIN).verdict == "OK"
 
 
 def test_the_group_takes_the_worst_verdict_and_thresholds_compare_severities():
     verdicts = [
         judge(0, _history((0, 1, 0, "w"), (1, 1, 0, "w")), 10 * MIN),
-        judge(1, _history((0, 1, 5, "w"), (1, 2, 9, "w")), 10 * MIN),
+        judge(1, _history((0, 1, 5, "w"), (1, 2, 9, "w"), (2, 3, 12, "w")), 10 * MIN),
+        judge(2, _history((0, 1, 5, "w")), 10 * MIN),
     ]
-    assert [v.verdict for v in verdicts] == ["OK", "LAGGING"] and worst(verdicts) == "LAGGING"
-    assert worst([]) == "OK"
+    assert [v.verdict for v in verdicts] == ["OK", "LAGGING", "UNKNOWN"] and worst(verdicts) == "LAGGING"
+    assert worst(verdicts[::2]) == "UNKNOWN" and worst([]) == "OK"
+    assert fails("UNKNOWN", "UNKNOWN") and not fails("UNKNOWN", "WARN") and not fails("OK", "UNKNOWN")
     assert fails("LAGGING", "WARN") and not fails("LAGGING", "ERROR")
     assert fails("STOPPED", "ERROR") and not fails("OK", "WARN")
 
