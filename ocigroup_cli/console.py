@@ -14,6 +14,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli.delivery import Delivery, writing
@@ -34,11 +35,15 @@ def plain() -> bool:
     return "NO_COLOR" in os.environ or os.environ.get("TERM", "") in ("dumb", "unknown")
 
 
-def _console(stderr: bool, soft_wrap: bool = True) -> Console:
+def _console(stderr: bool, soft_wrap: bool = True, width: int | None = None) -> Console:
     from rich.console import Console
 
     style: dict[str, Any] = {"color_system": None} if plain() else {}
-    if plain() and "COLUMNS" not in os.environ:  # Rich draws 80 columns on a dumb terminal whatever its width
+    if width is not None:
+        style["width"] = width
+    if (
+        plain() and "COLUMNS" not in os.environ and width is None
+    ):  # Rich draws 80 columns on a dumb terminal whatever its width
         with contextlib.suppress(OSError, ValueError, AttributeError):
             style["width"] = os.get_terminal_size((sys.stderr if stderr else sys.stdout).fileno()).columns
     return Console(stderr=stderr, highlight=False, emoji=False, soft_wrap=soft_wrap, **style)
@@ -202,6 +207,42 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
     return t
 
 
+@dataclass(frozen=True)
+class Whole:
+    """A table whose cells are never folded (identities to copy: OCIDs, cursors): on a terminal too narrow for
+    it, its rows run past the edge and the terminal wraps them, which a copy joins back (a fold puts a newline
+    and spaces into the value)."""
+
+    table: Table
+
+
+def _print_whole(table: Table) -> None:
+    from rich.measure import Measurement
+
+    wide = _console(stderr=False, width=100_000)
+    needed = Measurement.get(wide, wide.options, table).maximum
+    if needed <= out().width:
+        out().print(table)
+        return
+    at_width = _console(stderr=False, width=needed)
+    with at_width.capture() as captured:
+        at_width.print(table)
+    # the padding after a row's last cell would be wrapped onto lines of its own: rows end where their text does
+    lines = [_TRAILING_SPACE.sub(r"\1", line) for line in captured.get().split("\n")]
+    sys.stdout.write("\n".join(lines))
+    sys.stdout.flush()
+
+
+_TRAILING_SPACE = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+
+
+def prose(text: str, width: int) -> str:
+    """`text` wrapped between words to `width` (a summary on a terminal); words longer than a line stay whole."""
+    import textwrap
+
+    return textwrap.fill(text, width=max(width, 20), break_long_words=False, break_on_hyphens=False)
+
+
 def is_tty(stream: Any) -> bool:
     """isatty() that is False for a closed or missing stream (`<&-`, `>&-`) instead of raising."""
     try:
@@ -234,8 +275,14 @@ def emit(data: Any, fmt: str, render_table: Callable[[], Any] | None = None, one
         data_line(text.rstrip("\n"))
     elif fmt == "table" and render_table is not None:
         STATUS.clear()
+        render = render_table()
         with writing():
-            out().print(render_table())
+            if isinstance(render, Whole):
+                _print_whole(render.table)
+            elif isinstance(render, str) and "\n" not in render and is_tty(sys.stdout):
+                out().print(prose(render, out().width), markup=False)
+            else:
+                out().print(render)
     elif one_line:
         data_line(json.dumps(data, separators=(",", ":"), ensure_ascii=not utf8_stdout()))
     else:

@@ -47,14 +47,51 @@ def test_profile_show_at_80_columns_shows_the_stream_ocid_whole(term, sdk):
     assert _folded(screen, "ocid1.stream.", "flag --stream") == sid
 
 
+def _wrapped(screen: proc.Screen, start: str, columns: int = 80) -> str:
+    """The word that begins with `start`, read on across the rows the terminal wrapped it onto (a full row goes on
+    at the start of the next one, as a terminal's copy joins them), never a fold's newline and indent."""
+    lines = screen.lines
+    row = next(i for i, line in enumerate(lines) if start in line)
+    text = lines[row][lines[row].index(start) :]
+    while len(lines[row]) == columns and row + 1 < len(lines):
+        row += 1
+        text += lines[row]
+    return text.split()[0]
+
+
 def test_cursor_create_on_a_terminal_prints_the_whole_cursor(term, sdk):
     sid, config, env = term
     screen = proc.on_pty(["--config", config, "cursor", "create", "--partition", "0"], env, columns=80, rows=40)
     assert screen.code == 0, screen.text
-    cursor = _folded(screen, "eyJ")
-    assert len(cursor) > 150  # folded over several lines at 80 columns, and still a cursor the service takes:
+    cursor = _wrapped(screen, "eyJ")
+    assert len(cursor) > 150  # wrapped by the terminal at 80 columns, and still a cursor the service takes:
     _, next_cursor = sdk.get(sid, cursor)  # the SDK raises on a cut or altered cursor
     assert next_cursor
+
+
+def test_streams_list_and_emulator_status_keep_ids_and_paths_whole_at_80_columns(term, sdk):
+    """An OCID folded into a table cell cannot be copied: the ID runs past the edge as the row's last cell."""
+    sid, config, env = term
+    screen = proc.on_pty(["--config", config, "streams", "list"], env, columns=80, rows=40)
+    assert screen.code == 0, screen.text
+    assert screen.lines[0].split() == ["NAME", "PARTITIONS", "STATE", "CREATED", "ID"], screen.text
+    assert _wrapped(screen, "ocid1.stream.") == sid
+    assert screen.lines[1].startswith("orders ")  # the header's padding did not wrap onto a blank line
+    status = proc.on_pty(["--config", config, "emulator", "status", "--port", sdk.url.rsplit(":", 1)[1]], env)
+    assert status.lines[0].split()[0] == "STATE" and status.lines[1].split()[0] == "running", status.text
+
+
+def test_the_inspect_summary_wraps_between_words_at_80_columns(term, sdk):
+    sid, config, env = term
+    sdk.put(sid, [("k", "v")])
+    sdk.group_cursor(sid, "billing", "a-long-instance-name-for-the-billing-consumers-7f9c4d5b8-x2kqz")
+    screen = proc.on_pty(["--config", config, "inspect", "--summary"], env, columns=80, rows=40)
+    assert screen.code == 0, screen.text
+    said = [line for line in screen.lines if line]
+    assert len(said) >= 2 and said[0].startswith("group billing on orders:"), screen.text
+    words = " ".join(said).split()  # what a person reads: every word whole, none cut at the edge
+    assert "lag" in words and "member(s)" in words and all(len(line) <= 80 for line in said)
+    assert not said[1].startswith(" ") and said[0][-1] != " "
 
 
 @pytest.mark.parametrize("variable", [{"NO_COLOR": "1"}, {"TERM": "dumb"}])

@@ -116,4 +116,6 @@ def create(
     if (output or g.output) is None and console.output_format(None) != "table":
         console.data_line(value)
     else:
-        console.emit(data, fmt(ctx, output), lambda: console.table(["FIELD", "VALUE"], list(data.items())))
+        console.emit(
+            data, fmt(ctx, output), lambda: console.Whole(console.table(["FIELD", "VALUE"], list(data.items())))
+        )

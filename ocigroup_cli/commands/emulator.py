@@ -248,7 +248,12 @@ def status(
     console.emit(
         data,
         fmt(ctx, output),
-        lambda: console.table(["RUNNING", "URL", "PID", "VERSION", "DATA"], [list(data.values())]),
+        lambda: console.Whole(
+            console.table(
+                ["STATE", "URL", "PID", "VERSION", "DATA"],
+                [["running" if s.running else "not running", s.url, s.pid, s.version, s.data]],
+            )
+        ),
     )
     if s.foreign:
         raise OcigroupError(f"something that is not an ocigroup emulator answers on {s.url}.")

@@ -11,11 +11,11 @@ from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session, stream_choice
 
 app = typer.Typer(help="List, show and create streams.", no_args_is_help=True)
-COLUMNS = ["NAME", "ID", "PARTITIONS", "STATE", "CREATED"]
+COLUMNS = ["NAME", "PARTITIONS", "STATE", "CREATED", "ID"]  # the OCID last and whole: a terminal wraps it
 
 
 def _emit_one(ctx: typer.Context, data: dict[str, Any], output: str | None) -> None:
-    console.emit(data, fmt(ctx, output), lambda: console.table(["FIELD", "VALUE"], list(data.items())))
+    console.emit(data, fmt(ctx, output), lambda: console.Whole(console.table(["FIELD", "VALUE"], list(data.items()))))
 
 
 @app.command("list")
@@ -24,8 +24,8 @@ def list_(ctx: typer.Context, output: OutputOption = None) -> None:
     from ocigroup_cli.ops.streams import list_streams
 
     data = [asdict(s) for s in list_streams(session(ctx, load_profile(ctx)))]
-    rows = [[s["name"], s["id"], s["partitions"], s["state"], s["time_created"]] for s in data]
-    console.emit(data, fmt(ctx, output), lambda: console.table(COLUMNS, rows))
+    rows = [[s["name"], s["partitions"], s["state"], s["time_created"], s["id"]] for s in data]
+    console.emit(data, fmt(ctx, output), lambda: console.Whole(console.table(COLUMNS, rows)))
 
 
 @app.command()

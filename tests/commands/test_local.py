@@ -34,6 +34,12 @@ def test_local_profile_needs_no_setup(monkeypatch, free_port):
         status = ocigroup("emulator", "status", "-o", "json")
         assert status.returncode == 0 and json.loads(status.stdout)["running"] is True
         assert "already running" in ocigroup("emulator", "start").stderr
+        # a stream typed on the command line is never created behind the user's back: a typo gets a did-you-mean
+        typo = ocigroup("--stream", "locla", "publish", "x")
+        assert typo.returncode == 1 and "no active stream named 'locla'" in typo.stderr, typo.stderr
+        assert "did you mean 'local'?" in typo.stderr and "ocigroup streams create locla" in typo.stderr
+        listed = ocigroup("streams", "list", "-o", "json")
+        assert [s["name"] for s in json.loads(listed.stdout)] == ["local"]
     finally:
         stopped = ocigroup("emulator", "stop")
     assert stopped.returncode == 0 and "stopped" in stopped.stderr
