@@ -346,3 +346,25 @@ def test_help_examples_are_one_whole_command_a_line_at_80_columns(tmp_path, comm
     lines = [line.strip() for line in screen.lines]
     for example in examples:  # never two run together, never a flag broken at its hyphen
         assert example in lines, screen.text
+
+
+def test_bare_publish_on_a_terminal_says_how_to_end_and_what_ctrl_c_drops(term, sdk, tmp_path):
+    sid, config, env = term
+    data = tmp_path / "published.out"
+    screen = proc.on_pty(["--config", config, "publish"], env, ctrl_c_when=lambda raw: b"Ctrl-D publishes" in raw,
+                         typed=b"hello\nworld\n")  # fmt: skip
+    assert screen.code == 130, screen.text
+    assert "interrupted: nothing was published (2 typed line(s) dropped)." in screen.text
+    assert all(not sdk.read_all(sid, p) for p in range(2))
+    code, seen = _answer(["--config", config, "publish"], env, b"Ctrl-D publishes them", b"one\n\x04", data)
+    assert code == 0 and "published 1 message(s) to orders (partition " in seen.decode(), seen.decode()
+
+
+def test_many_published_messages_are_summed_up_per_partition_on_a_terminal(term, sdk):
+    _, config, env = term
+    values = [f"m{i}" for i in range(200)]
+    screen = proc.on_pty(["--config", config, "publish", "--key", "k", *values], env, columns=80, rows=40)
+    assert screen.code == 0, screen.text
+    assert "200 messages (-o json lists each)" in screen.text and "FIRST OFFSET" in screen.text
+    assert len([line for line in screen.lines if line]) < 10, screen.text
+    assert "published 200 message(s) to orders (partition " in screen.text

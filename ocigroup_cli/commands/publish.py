@@ -6,14 +6,14 @@ import base64
 import binascii
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session
 from ocigroup_cli.delivery import Delivery
-from ocigroup_cli.errors import OutputFailed, TransientError, UsageError
+from ocigroup_cli.errors import Interrupted, OutputFailed, TransientError, UsageError
 
 ENCODINGS = ("utf8", "base64", "hex")
 
@@ -36,7 +36,7 @@ def _stdin_lines() -> list[str]:
         raise UsageError("stdin is closed and no values were given: nothing to publish.")
     stream = getattr(sys.stdin, "buffer", sys.stdin)  # the bytes under the text layer, when there are any
     try:
-        data = stream.read()
+        data = _typed(stream) if console.is_tty(sys.stdin) else stream.read()
     except OSError as exc:
         raise UsageError(f"cannot read stdin ({exc.strerror}); nothing was published.") from None
     try:
@@ -48,6 +48,18 @@ def _stdin_lines() -> list[str]:
         ) from None
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines
+
+
+def _typed(stream: Any) -> bytes:
+    """Lines typed at a terminal, once it says how to end them; Ctrl-C says what it drops."""
+    console.notice("type one message per line; Ctrl-D publishes them, Ctrl-C nothing")
+    lines: list[bytes] = []
+    try:
+        for line in iter(stream.readline, b""):
+            lines.append(line)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: nothing was published ({len(lines)} typed line(s) dropped).") from None
+    return b"".join(lines)
 
 
 def _json_line(n: int, line: str, encoding: str) -> tuple[bytes | None, bytes]:
@@ -112,17 +124,16 @@ def publish(
     failed = [r for r in results if r.error]
     data = [{"partition": r.partition, "offset": r.offset, "error": r.error} for r in results]
     try:
-        console.emit(
-            data,
-            fmt(ctx, output),
-            lambda: console.table(["PARTITION", "OFFSET", "ERROR"], [list(d.values()) for d in data]),
-        )
+        console.emit(data, fmt(ctx, output), lambda: _table(data))
     except OutputFailed as exc:  # say what happened: publishing again would store every message twice
         exc.message = (
             f"{len(results) - len(failed)} message(s) were published, but their offsets could not be written "
             f"({exc.message.rstrip('.')})."
         )
         raise
+    stored = [r for r in results if not r.error]
+    if stored:
+        console.notice(f"published {len(stored):,} message(s) to {s.stream.name} ({_spread(stored)})")
     if published.resent:
         console.notice(
             f"{published.resent} message(s) were sent again: partitions were over their write rate (1 MB/s each)"
@@ -133,3 +144,28 @@ def publish(
             f"rate); the first not stored is message {published.first_missing()}, and none after it was sent.",
             "publish again from that message, or raise deadline_s",
         )
+
+
+ROWS_SHOWN = 20  # past this many, a terminal gets one row per partition: 2,000 rows are nobody's summary
+
+
+def _table(data: list[dict[str, Any]]) -> object:
+    if len(data) <= ROWS_SHOWN:
+        return console.table(["PARTITION", "OFFSET", "ERROR"], [list(d.values()) for d in data])
+    rows = []
+    for p in sorted({d["partition"] for d in data}, key=lambda p: (p is None, p)):
+        mine = [d for d in data if d["partition"] == p]
+        offsets = [d["offset"] for d in mine if d["offset"] is not None]
+        rows.append([p, len(mine), min(offsets, default=None), max(offsets, default=None),
+                     sum(1 for d in mine if d["error"])])  # fmt: skip
+    return console.table(["PARTITION", "MESSAGES", "FIRST OFFSET", "LAST OFFSET", "FAILED"], rows,
+                         title=f"{len(data):,} messages (-o json lists each)")  # fmt: skip
+
+
+def _spread(stored: list[Any]) -> str:
+    counts: dict[int, int] = {}
+    for r in stored:
+        counts[r.partition] = counts.get(r.partition, 0) + 1
+    return ("partitions " if len(counts) > 1 else "partition ") + ", ".join(
+        f"{p}: {n:,}" for p, n in sorted(counts.items())
+    )

@@ -65,11 +65,13 @@ def on_pty(
     timeout: float = 30,
     size_vars: bool = True,
     ctrl_c_when: Callable[[bytes], bool] | None = None,
+    typed: bytes = b"",
 ) -> Screen:
     """Run `ocigroup ARGS` with stdin, stdout and stderr on a new pseudo-terminal of the given size; with
     `size_vars` False, COLUMNS and LINES are not set (shells do not export them): only the terminal knows.
     `ctrl_c_when`: once it holds for the bytes received so far, type Ctrl-C (the terminal is the command's
-    controlling terminal, so its line discipline echoes ^C and sends SIGINT, as a person's would)."""
+    controlling terminal, so its line discipline echoes ^C and sends SIGINT, as a person's would), after typing
+    `typed` and giving the command a moment to read it."""
     master, slave = pty.openpty()
     os.set_blocking(master, False)
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -92,6 +94,9 @@ def on_pty(
                 chunk = os.read(master, 65536)
             raw += chunk
         if ctrl_c_when is not None and ctrl_c_when(bytes(raw)):
+            if typed:
+                os.write(master, typed)
+                time.sleep(0.3)
             os.write(master, b"\x03")
             ctrl_c_when = None
         if not chunk and proc.poll() is not None:
