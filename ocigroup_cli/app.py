@@ -107,6 +107,26 @@ def _tolerant_text_streams() -> None:
                 reconfigure(errors="backslashreplace")
 
 
+# what other consumer-group tools call things (kafka-consumer-groups, rpk, kcat), and ocigroup's word for it
+HABITS = {
+    "No such command 'describe'": "the group's owners, commits and lag: ocigroup inspect GROUP",
+    "No such command 'list'": "the groups known here: ocigroup groups list (streams: ocigroup streams list)",
+    "No such command 'consume'": "consume as a group instance: ocigroup tail GROUP",
+    "No such command 'produce'": "ocigroup publish VALUE... (or lines on stdin)",
+    "No such command 'lag'": "ocigroup inspect GROUP (add --health for a verdict)",
+    "No such command 'seek'": "plan a new position, then apply it: ocigroup reset GROUP --to TIME",
+    "No such command 'delete'": "OCI has no DeleteGroup: a group unused for its stream's retention goes by itself",
+    "No such option: --group": "the group is an argument, not an option: e.g. ocigroup inspect billing",
+    "No such option: --topic": "the stream is --stream NAME|OCID (a global option, before the command)",
+    "No such option: --reset-offsets": "ocigroup reset GROUP --to earliest|latest|TIME (a plan first)",
+}
+
+
+def _habit(message: str) -> str | None:
+    """The hint for a word another tool uses, if `message` is the parser refusing one."""
+    return next((hint for key, hint in HABITS.items() if message.startswith(key)), None)
+
+
 def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object = None) -> int:
     """Run the CLI and return its exit code; never raises (the error boundary).
 
@@ -134,7 +154,8 @@ def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object
         if "\n" in message:  # a command given without arguments: its help is the answer
             exc.show()  # type: ignore[attr-defined]
         else:  # one line, like every other error, and where to look
-            console.error(message, f"see '{ctx.command_path} --help'" if ctx is not None else None)
+            hint = _habit(message) or (f"see '{ctx.command_path} --help'" if ctx is not None else None)
+            console.error(message, hint)
         return int(getattr(exc, "exit_code", ExitCode.USAGE))
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED

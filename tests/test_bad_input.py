@@ -570,6 +570,13 @@ SUBPROCESS_CASES = [
     (["tail", "-f", "template", "--template", "{partition[0]}"], None, ("not subscriptable",)),
     (["publish", "--json-lines"], b'{"value": "ok"}\n{"value": 1}\n', ("input line 2",)),
     (["publish"], b"z" * (MIB + 1) + b"\n", ("1048577 bytes",)),
+    # the words of kafka-consumer-groups, rpk and kcat get ocigroup's
+    (
+        ["describe", "billing"],
+        None,
+        ("No such command 'describe'", "hint: the group's owners", "ocigroup inspect GROUP"),
+    ),
+    (["inspect", "--group", "billing"], None, ("an argument, not an option: e.g. ocigroup inspect billing",)),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -240,17 +241,30 @@ def _creating(stream_id: str, group: str, start: Position, named: list[str], cre
         )
 
 
+RATE_WINDOW_S = 10.0  # the status line's rate: over the last seconds, not since the start (a first batch's burst)
+
+
 def _status_line(clock: Clock) -> Callable[[TailStats], None]:
-    last = [-1e9]
+    seen: deque[tuple[float, int]] = deque()  # (monotonic time, written) at each redraw of the window
 
     def show(stats: TailStats) -> None:
         now = clock.monotonic()
-        if now - last[0] >= 1.0:
-            last[0] = now
-            held = ",".join(map(str, stats.held)) or "none"
-            console.STATUS.show(
-                f"{stats.rate(now):.0f} msg/s, {stats.written} written, partitions {held}, "
-                f"{stats.rebalances} rebalance(s)"
-            )
+        if seen and now - seen[-1][0] < 1.0:
+            return
+        seen.append((now, stats.written))
+        while now - seen[0][0] > RATE_WINDOW_S:
+            seen.popleft()
+        console.STATUS.show(status_text(stats, list(seen)))
 
     return show
+
+
+def status_text(stats: TailStats, seen: list[tuple[float, int]]) -> str:
+    """What tail is doing, for a person: its rate over `seen` (once a second or more of it), what it wrote, the
+    partitions it holds and how often they changed hands."""
+    (t0, w0), (t1, w1) = seen[0], seen[-1]
+    rate = f"{(w1 - w0) / (t1 - t0):,.0f} msg/s; " if t1 - t0 >= 1.0 else ""
+    held = stats.held
+    holding = "no partition" if not held else f"partition{'s' if len(held) > 1 else ''} {','.join(map(str, held))}"
+    n = stats.rebalances
+    return f"{rate}{stats.written:,} written; holding {holding}; {n} rebalance{'' if n == 1 else 's'}"

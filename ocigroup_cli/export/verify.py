@@ -38,7 +38,9 @@ def load(directory: Path) -> dict[str, Any]:
 
 
 def _differ(what: str, claimed: Any, found: Any) -> str:
-    return f"{what}: manifest says {claimed!r}, files say {found!r}"
+    said = "nothing" if claimed is None else repr(claimed)
+    shown = "nothing (no readable rows)" if found is None else repr(found)
+    return f"{what}: the manifest says {said}, the files show {shown}"
 
 
 def verify(directory: Path) -> tuple[dict[str, Any], list[str]]:

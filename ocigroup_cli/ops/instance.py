@@ -60,8 +60,4 @@ class TailStats:
     committed_batches: int = 0
     in_flight: int = 0  # messages of a batch handed to the sink and not confirmed (at exit: not committed)
     final_commit_failed: bool = False
-    started: float = 0.0  # the clock's monotonic time when the instance joined
     moves: list[str] = field(default_factory=list)  # each move past data loss, summed up
-
-    def rate(self, now: float) -> float:
-        return self.written / max(1e-9, now - self.started)

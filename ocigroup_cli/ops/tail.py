@@ -217,7 +217,6 @@ class Tail:
     def run(self) -> TailStats:
         o = self.opts
         start_ms = self.clock.time_ms()
-        self.stats.started = self.clock.monotonic()
         with self.lock:
             self._join()
         beat = threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True)

@@ -165,6 +165,8 @@ def test_verify_names_a_flipped_byte_a_missing_file_and_an_extra_file(exporting,
     assert any(p.startswith(f"{first.name} sha256") for p in problems)
     assert any(p.startswith("content digest") for p in problems)
     assert "difference(s) from its manifest" in r.err and "Traceback" not in r.err
+    gone = [p for p in problems if p.startswith("partition ") and "first_offset" in p]  # the deleted file's
+    assert gone and gone[0].endswith("the files show nothing (no readable rows)") and "None" not in " ".join(problems)
 
 
 def test_a_flipped_byte_in_parquet_is_caught_too(exporting, tmp_path):

@@ -104,3 +104,18 @@ def test_a_mistyped_group_gets_a_did_you_mean_and_is_never_remembered(cli, sdk):
     assert set(rows) == {"billing"}  # the typos were never created, so never remembered
     assert rows["billing"]["exists"] is True and rows["billing"]["named_by"] == "profile"
     assert rows["billing"]["last_used_here"] is not None and rows["billing"]["live_instances"] == ["t"]
+
+
+def test_the_status_line_rates_the_last_seconds_and_says_what_it_holds():
+    """The first redraw has no rate (a first batch's burst over a millisecond is no rate); then the rate is over the
+    last seconds seen, and the partitions held read as partitions, not as a count."""
+    from ocigroup_cli.commands.tail import status_text
+    from ocigroup_cli.ops.instance import TailStats
+
+    stats = TailStats(written=1_500, held=(2,), rebalances=1)
+    assert status_text(stats, [(100.0, 1_500)]) == "1,500 written; holding partition 2; 1 rebalance"
+    later = TailStats(written=1_800, held=(0, 1), rebalances=2)
+    assert status_text(later, [(100.0, 1_500), (103.0, 1_800)]) == (
+        "100 msg/s; 1,800 written; holding partitions 0,1; 2 rebalances"
+    )
+    assert status_text(TailStats(), [(0.0, 0)]) == "0 written; holding no partition; 0 rebalances"
