@@ -96,6 +96,11 @@ def _render(view: GroupView, health: Health | None) -> object:
     return Group(_table(view), _health_table(health))
 
 
+def _pace(health: Health) -> str:
+    text = health.catchup_text()
+    return f", {text}" if text else ""
+
+
 def _health_table(health: Health) -> Group:
     """The verdict as a line of its own above the table: as the table's title it would be wrapped to the width of
     three narrow columns, a centred block of fragments on an 80-column terminal."""
@@ -104,7 +109,7 @@ def _health_table(health: Health) -> Group:
 
     rows = [[v.partition, v.verdict, v.reason] for v in health.partitions]
     title = (
-        f"health: {health.verdict} (the worst partition's; {health.samples} sample(s), "
+        f"health: {health.verdict}{_pace(health)} (the worst partition's; {health.samples} sample(s), "
         f"window {human_duration(health.window_s)})"
     )
     return Group(Text(title, style="italic"), console.table(["PARTITION", "HEALTH", "WHY"], rows))
@@ -200,8 +205,10 @@ def _print(
         if out != "table":
             console.emit({**e.to_json(), "at": ms_to_rfc3339(e.at_ms)}, out, one_line=True)
     if brief:
-        doc = view.summary_json() if health is None else {**view.summary_json(), "health": health.verdict}
-        line = summary(view) + ("" if health is None else f", health {health.verdict}")
+        doc = view.summary_json()
+        if health is not None:
+            doc = {**doc, "health": health.verdict, "catchup_eta_s": health.to_json()["catchup_eta_s"]}
+        line = summary(view) + ("" if health is None else f", health {health.verdict}{_pace(health)}")
         console.emit({"event": "snapshot", **doc} if watch else doc, out, lambda: line, one_line=watch)
         return
     doc = view.to_json() if health is None else {**view.to_json(), "health": health.to_json()}

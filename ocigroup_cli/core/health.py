@@ -45,6 +45,7 @@ class Sample:
     owner: str | None  # the live instance holding it, if any
     at_most: int | None = None  # past the cap, the upper bound the newest offset gave
     lost: int | None = None  # the committed offset has left retention: at most this many messages were lost
+    newest: int | None = None  # the partition's newest offset, where it was found (the stream's end)
 
     @property
     def estimate(self) -> int | None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ocigroup_cli.core.catchup import Catchup, catchup
 from ocigroup_cli.core.health import MIN_SPAN_MS, Sample, Verdict, judge, worst
+from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.ops.inspect import GroupView
 from ocigroup_cli.paths import replace_file, state_dir, state_writes
 
@@ -23,14 +25,43 @@ class Health:
     window_s: float
     samples: int  # inside the window, the live one included
     partitions: list[Verdict]
+    catchups: dict[int, Catchup] = field(default_factory=dict)  # where the window's samples tell the rates
+    unpaced: int = 0  # partitions where messages wait and the samples cannot tell the rates yet
+
+    @property
+    def eta_s(self) -> float | None:
+        """When the whole group has caught up: its slowest partition's ETA; None when nothing waits, or a partition
+        where messages wait is not catching up or has no known pace."""
+        etas = [c.eta_s for c in self.catchups.values() if c.lag > 0]
+        if not etas or self.unpaced or None in etas:
+            return None
+        return max(e for e in etas if e is not None)
+
+    def catchup_text(self) -> str | None:
+        """The group's pace in a few words: falling behind (where, by how much), or catching up (about when)."""
+        behind = sorted(((c.produce_rate - c.consume_rate, p) for p, c in self.catchups.items()
+                         if c.lag > 0 and c.consume_rate < c.produce_rate), reverse=True)  # fmt: skip
+        if behind:
+            rate, p = behind[0]
+            return f"falling behind by {rate:,.0f} msg/s (partition {p})"
+        eta = self.eta_s
+        return None if eta is None else f"catching up, about {human_duration(eta)}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "window_s": self.window_s,
             "samples": self.samples,
-            "partitions": [{**asdict(v), "severity": v.severity} for v in self.partitions],
+            "catchup_eta_s": None if self.eta_s is None else round(self.eta_s, 1),
+            "partitions": [
+                {**asdict(v), "severity": v.severity, "catchup": _json(self.catchups.get(v.partition))}
+                for v in self.partitions
+            ],
         }
+
+
+def _json(c: Catchup | None) -> dict[str, Any] | None:
+    return None if c is None else c.to_json()
 
 
 def history_file(stream_id: str, group: str) -> Path:
@@ -56,6 +87,7 @@ def _snapshot(view: GroupView, at_ms: int) -> dict[str, Any]:
             p.instance,
             p.lag_at_most,
             None if p.lost is None else p.lost.gone_at_most,
+            p.newest_offset,
         ]
         for p in view.partitions
     }
@@ -81,7 +113,7 @@ def record(view: GroupView, stream_id: str, at_ms: int) -> list[dict[str, Any]]:
 def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span_ms: int = MIN_SPAN_MS) -> Health:
     """Judge every partition over the history plus this sample, and keep this sample for the next run."""
     rows = record(view, stream_id, at_ms)
-    verdicts = []
+    verdicts, catchups, unpaced = [], {}, 0
     for p in view.partitions:
         samples = []
         for row in rows:
@@ -89,7 +121,17 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
             if seen is not None:
                 at_most = seen[4] if len(seen) > 4 else None  # samples written before the bound was kept
                 lost = seen[5] if len(seen) > 5 else None
-                samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most, lost))
-        verdicts.append(judge(p.partition, samples, window_ms, min_span_ms))
+                newest = seen[6] if len(seen) > 6 else None
+                samples.append(
+                    Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most, lost, newest)
+                )
+        verdict = judge(p.partition, samples, window_ms, min_span_ms)
+        pace = catchup([x for x in samples if x.at_ms >= at_ms - window_ms], min_span_ms)
+        unpaced += pace is None and p.lag_messages > 0
+        if pace is not None:
+            catchups[p.partition] = pace
+            if pace.lag > 0:  # with nothing waiting, a pace says nothing worth reading
+                verdict = replace(verdict, reason=f"{verdict.reason}; {pace.text()}")
+        verdicts.append(verdict)
     inside = sum(1 for row in rows if row["at_ms"] >= at_ms - window_ms)
-    return Health(worst(verdicts), window_ms / 1000, inside, verdicts)
+    return Health(worst(verdicts), window_ms / 1000, inside, verdicts, catchups, unpaced)

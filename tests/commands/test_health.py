@@ -9,6 +9,7 @@ import time
 import yaml
 
 from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.core.timefmt import human_duration
 from tests.helpers import cli as proc
 from tests.helpers.service import Sdk, start_server, write_config
 
@@ -116,3 +117,36 @@ def test_cron_runs_a_few_seconds_apart_against_a_stalled_group_exit_5(api_key, t
         assert list((tmp_path / "state" / "health").glob("*.jsonl"))
     finally:
         server.stop()
+
+
+def test_the_catch_up_eta_is_in_the_reason_the_summary_and_json(cli, sdk, clock):
+    """50 consumed in 20 s while 10 came: catching up, and the ETA is the offsets still to read over the offsets
+    gained per second (offsets have gaps on the service, and in the emulator)."""
+    sid = _sid(sdk)
+    sdk.put(sid, [("one-key", f"v{i}") for i in range(100)])  # one key: one partition
+    cursor = sdk.group_cursor(sid, "billing", "a", timeout_in_ms=120_000)
+    sdk.client.consumer_commit(sid, sdk.get(sid, cursor, limit=10)[1])
+    first = cli("inspect", "--health", "-o", "json")
+    (then,) = [p for p in json.loads(first.out)["partitions"] if p["lag_messages"]]
+    clock.advance_ms(20_000)
+    cursor = sdk.group_cursor(sid, "billing", "a", timeout_in_ms=120_000)
+    sdk.client.consumer_commit(sid, sdk.get(sid, cursor, limit=50)[1])
+    sdk.put(sid, [("one-key", f"w{i}") for i in range(10)])
+    r = cli("inspect", "--health", "-o", "json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    (now,) = [p for p in doc["partitions"] if p["partition"] == then["partition"]]
+    (busy,) = [p for p in doc["health"]["partitions"] if p["partition"] == then["partition"]]
+    gain = (now["committed_offset"] - then["committed_offset"] - (now["newest_offset"] - then["newest_offset"])) / 20
+    eta = round((now["newest_offset"] - now["committed_offset"]) / gain, 1)
+    assert now["lag_messages"] == 50 and busy["catchup"]["eta_s"] == eta and doc["health"]["catchup_eta_s"] == eta
+    assert busy["catchup"]["consume_rate"] > busy["catchup"]["produce_rate"] > 0
+    assert "catching up at " in busy["reason"] and f"about {human_duration(eta)}" in busy["reason"]
+    line = cli("inspect", "--health", "--summary", "-o", "table").out
+    assert "health OK, catching up, about " in line
+    # nobody consumes any more while messages keep coming: falling behind, and no ETA
+    clock.advance_ms(20_000)
+    sdk.put(sid, [("one-key", f"x{i}") for i in range(40)])
+    stalled = json.loads(cli("inspect", "--health", "--health-window", "25s", "-o", "json").out)["health"]
+    assert stalled["catchup_eta_s"] is None
+    assert any("falling behind by 2 msg/s" in p["reason"] for p in stalled["partitions"]), stalled
