@@ -70,7 +70,7 @@ def root(
     ] = False,
 ) -> None:
     """ocigroup — consumer-group operations for OCI Streaming."""
-    console.check_format(output)
+    console.check_format(output, metrics=ctx.invoked_subcommand == "inspect")
     overrides: dict[str, tuple[object, str]] = {"endpoint": (endpoint, "--endpoint")}
     if stream is not None:
         overrides.update(stream_choice(stream, "--stream"))

@@ -165,10 +165,16 @@ def data_line(text: str) -> None:
     Delivery.stdout().write((text + "\n").encode(encoding, "backslashreplace"))
 
 
-def check_format(requested: str | None) -> str | None:
-    """--output as given (None when not given); a UsageError for anything but table, json or yaml."""
-    if requested is not None and requested not in FORMATS:
-        raise UsageError(f"--output must be table, json or yaml, not {requested!r}.")
+METRICS = "openmetrics"  # inspect's alone: its figures in the Prometheus text format
+
+
+def check_format(requested: str | None, metrics: bool = False) -> str | None:
+    """--output as given (None when not given); a UsageError for anything but table, json or yaml (or, where
+    `metrics`, openmetrics)."""
+    if requested == METRICS and not metrics:
+        raise UsageError("--output openmetrics is for inspect (a group's metrics).", "use table, json or yaml here")
+    if requested is not None and requested not in (*FORMATS, METRICS):
+        raise UsageError(f"--output must be table, json or yaml (openmetrics for inspect), not {requested!r}.")
     return requested
 
 

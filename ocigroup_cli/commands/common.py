@@ -103,16 +103,28 @@ def _show_waiting(ctx: typer.Context, s: Session, clock: Clock) -> None:
     ctx.call_on_close(stop)
 
 
+def _plain_output(ctx: typer.Context, value: str | None) -> str | None:
+    """Refuse a wrong --output as the command line is read, before any work (not after a publish, say)."""
+    return console.check_format(value)
+
+
 OutputOption = Annotated[
-    str | None, typer.Option("--output", "-o", help="table, json or yaml. [default: table on a TTY, else json]")
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="table, json or yaml. [default: table on a TTY, else json]",
+        callback=_plain_output,
+    ),
 ]
 GroupArgument = Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")]
 InstanceOption = Annotated[str | None, typer.Option(help="Instance name (default: the profile's template).")]
 
 
-def fmt(ctx: typer.Context, output: str | None = None) -> str:
-    """The output format: the command's --output, else the global one, else table on a TTY and JSON when piped."""
-    return console.output_format(console.check_format(output or globals_of(ctx).output))
+def fmt(ctx: typer.Context, output: str | None = None, metrics: bool = False) -> str:
+    """The output format: the command's --output, else the global one, else table on a TTY and JSON when piped;
+    `metrics`: openmetrics is one (inspect's)."""
+    return console.output_format(console.check_format(output or globals_of(ctx).output, metrics))
 
 
 def confirm_joining(group: str, others: list[str], join_live: bool, instead: str) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.commands.common import fmt, globals_of, load_profile, session
+from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, ServeMetricsOpt
 from ocigroup_cli.core.health import SEVERITIES, fails
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP, lag_text, upper
 from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc3339_ms
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
 
+    from ocigroup_cli.commands.common import Globals
     from ocigroup_cli.ops.health import Health
     from ocigroup_cli.ops.inspect import GroupView
     from ocigroup_cli.ops.session import Session
@@ -202,8 +205,10 @@ def _print(
     snapshot (`brief`: the summary alone)."""
     for e in events:
         console.notice(e.text)
-        if out != "table":
+        if out not in ("table", "openmetrics"):
             console.emit({**e.to_json(), "at": ms_to_rfc3339(e.at_ms)}, out, one_line=True)
+    if out == "openmetrics":  # the exposition is the output (commands/metrics_out.py)
+        return
     if brief:
         doc = view.summary_json()
         if health is not None:
@@ -266,16 +271,38 @@ HealthWindow = Annotated[str, typer.Option(help="Judge health over the samples o
 SummaryOpt = Annotated[
     bool, typer.Option("--summary", help="One line per refresh: state, members, total lag, max time lag.")
 ]
+InspectOutput = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="table, json, yaml or openmetrics (Prometheus text). [default: table on a TTY, else json]",
+    ),
+]
 FailOnHealth = Annotated[
     str | None,
     typer.Option(help="Exit 5 when the group's health is at least UNKNOWN, WARN or ERROR (implies --health)."),
 ]
 
 
+@dataclass(frozen=True)
+class Looks:
+    """What each refresh of `inspect` does."""
+
+    group: str
+    out: str
+    watch: bool
+    brief: bool
+    lag_cap: int
+    window_ms: int | None  # judge health over this window; None: no verdict
+    wait_s: float
+    iterations: int | None
+
+
 def inspect(
     ctx: typer.Context,
     group: GroupArg = None,
-    output: OutputOption = None,
+    output: InspectOutput = None,
     watch: WatchOpt = False,
     interval: Interval = "2s",
     iterations: Iterations = None,
@@ -286,6 +313,8 @@ def inspect(
     health_window: HealthWindow = "10m",
     fail_on_health: FailOnHealth = None,
     brief: SummaryOpt = False,
+    metrics_file: MetricsFileOpt = None,
+    serve_metrics: ServeMetricsOpt = None,
 ) -> None:
     """Show every partition: owner, time left on its reservation, committed offset, lag; then the balance.
 
@@ -295,33 +324,48 @@ def inspect(
     Examples (cron):
       ocigroup inspect billing --fail-on-lag 10000 --fail-on-time-lag 15m -o json
       ocigroup inspect billing --fail-on-health ERROR
+      ocigroup -q inspect billing --metrics-file /var/lib/node_exporter/billing.prom
     """
     wait_s, time_limit, window_ms = _parse(interval, fail_on_time_lag, health_window, fail_on_health)
     g = globals_of(ctx)
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
-    out = fmt(ctx, output)
-    judged = health or fail_on_health is not None
+    out = fmt(ctx, output, metrics=True)
+    metrics = MetricsOut.open(out, metrics_file, serve_metrics, watch)
+    judged = health or fail_on_health is not None or metrics.wanted
+    looks = Looks(name, out, watch, brief, lag_cap, int(window_ms) if judged else None, wait_s, iterations)
+    try:
+        view, verdict = _run(s, g, looks, metrics)
+    finally:
+        metrics.close()
+    limit = None if time_limit < 0 else time_limit
+    fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
+    _thresholds(view, verdict, fail_on_lag, limit, fail_on)
+
+
+def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[GroupView, Health | None]:
+    """Look at the group once, or every `wait_s` with --watch: in place on a terminal, as documents elsewhere;
+    the metrics updated at each look. The last look and its verdict."""
     tracker = Watch()
     shown: list[Event] = []
     view: GroupView | None = None
     screen = console.out()  # a dumb terminal cannot redraw in place: it gets every refresh appended
-    on_screen = watch and not brief and out == "table" and screen.is_terminal and not screen.is_dumb_terminal
+    table = looks.out == "table" and not looks.brief
+    on_screen = looks.watch and table and screen.is_terminal and not screen.is_dumb_terminal
     with _live() if on_screen else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
-            view, verdict = _look(s, name, now, lag_cap, view, int(window_ms) if judged else None)
+            view, verdict = _look(s, looks.group, now, looks.lag_cap, view, looks.window_ms)
             events = tracker.sample(now, _held(view))
             shown = (shown + events)[-EVENTS_SHOWN:]
+            if verdict is not None and metrics.wanted:
+                metrics.update(view, verdict)
             if live is not None:
                 live.update(_screen(view, verdict, tracker.members(now), shown, now), refresh=True)
             else:
-                _print(view, verdict, events, out, watch, brief, g.repeated())
-            if not watch or (iterations is not None and turn >= iterations):
-                break
-            g.clock.sleep(wait_s)
-    assert view is not None  # the loop ran once at least
-    limit = None if time_limit < 0 else time_limit
-    fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
-    _thresholds(view, verdict, fail_on_lag, limit, fail_on)
+                _print(view, verdict, events, looks.out, looks.watch, looks.brief, g.repeated())
+            if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
+                return view, verdict
+            g.clock.sleep(looks.wait_s)
+    raise AssertionError("unreachable: the loop returns")  # pragma: no cover

@@ -138,10 +138,11 @@ def test_the_catch_up_eta_is_in_the_reason_the_summary_and_json(cli, sdk, clock)
     (now,) = [p for p in doc["partitions"] if p["partition"] == then["partition"]]
     (busy,) = [p for p in doc["health"]["partitions"] if p["partition"] == then["partition"]]
     gain = (now["committed_offset"] - then["committed_offset"] - (now["newest_offset"] - then["newest_offset"])) / 20
-    eta = round((now["newest_offset"] - now["committed_offset"]) / gain, 1)
+    exact = (now["newest_offset"] - now["committed_offset"]) / gain
+    eta = round(exact, 1)
     assert now["lag_messages"] == 50 and busy["catchup"]["eta_s"] == eta and doc["health"]["catchup_eta_s"] == eta
     assert busy["catchup"]["consume_rate"] > busy["catchup"]["produce_rate"] > 0
-    assert "catching up at " in busy["reason"] and f"about {human_duration(eta)}" in busy["reason"]
+    assert "catching up at " in busy["reason"] and f"about {human_duration(exact)}" in busy["reason"]
     line = cli("inspect", "--health", "--summary", "-o", "table").out
     assert "health OK, catching up, about " in line
     # nobody consumes any more while messages keep coming: falling behind, and no ETA

@@ -1,0 +1,51 @@
+"""A Prometheus scrape target for `inspect --watch --serve-metrics`: it answers GET /metrics with the exposition
+of the latest refresh (a scrape never waits on the service, and never sees half a refresh)."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class ScrapeTarget:
+    def __init__(self, host: str, port: int) -> None:
+        self._body = b""  # nothing until the first refresh: a scrape then gets 503, not an empty page
+        target = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = target._body
+                if self.path.split("?")[0] not in ("/metrics", "/"):
+                    self.send_error(404, "the metrics are at /metrics")
+                    return
+                if not body:
+                    self.send_error(503, "no refresh yet")
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass  # a scrape every 15 s is not news
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="scrape-target", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = str(self._server.server_address[0]), self._server.server_address[1]
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
+
+    def update(self, exposition: str) -> None:
+        self._body = exposition.encode("utf-8")
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

@@ -1,0 +1,168 @@
+"""inspect's metrics for Prometheus: `-o openmetrics`, `--metrics-file` (node_exporter's textfile collector) and
+`--watch --serve-metrics` (a scrape target), checked with prometheus_client's parsers against `inspect -o json`
+of the same look; a dead group stays in them with its lag growing and its verdict STOPPED."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
+from prometheus_client.parser import text_string_to_metric_families
+
+from ocigroup_cli.core.clock import SystemClock
+from tests.helpers import cli as proc
+from tests.helpers.service import Sdk, start_server, write_config
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of an exposition, by name and labels; it must parse as the Prometheus text format and as
+    OpenMetrics."""
+    assert text.endswith("# EOF\n")
+    list(openmetrics_families(text))  # raises on anything OpenMetrics refuses
+    found = {}
+    for family in text_string_to_metric_families(text):
+        assert family.type == "gauge" and family.documentation
+        for s in family.samples:
+            found[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return found
+
+
+def _key(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return name, tuple(sorted(labels.items()))
+
+
+@pytest.fixture
+def busy(api_key, tmp_path):
+    """A real emulator process on loopback, stream `orders` (2 partitions) with messages, group `billing` with a
+    commit in one partition and a live instance; a profile for it; a private state directory."""
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=2, name="orders")
+        sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+        cursor = sdk.group_cursor(sid, "billing", "worker-1", timeout_in_ms=60_000)
+        sdk.client.consumer_commit(sid, sdk.get(sid, cursor, limit=5)[1])
+        config = write_config(tmp_path, api_key, server.url, group__name="billing")
+        yield sdk, sid, config, proc.clean_env(tmp_path / "state")
+    finally:
+        server.stop()
+
+
+def test_the_exposition_holds_the_figures_of_inspect_json_value_by_value(busy, tmp_path):
+    _, _, config, env = busy
+    prom = tmp_path / "billing.prom"
+    r = proc.run(["--config", config, "-o", "json", "inspect", "--health", "--metrics-file", str(prom)], env)
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads(r.stdout)  # the same look as the file
+    got = samples(prom.read_text())
+    verdicts = {"OK": 0, "UNKNOWN": 1, "LAGGING": 2, "REWOUND": 2, "STALLED": 3, "STOPPED": 3, "LOST": 3}
+    for p in doc["partitions"]:
+        at = {"stream": "orders", "group": "billing", "partition": str(p["partition"])}
+        assert got[_key("ocigroup_consumergroup_group_lag", **at)] == p["lag_messages"]
+        assert got[_key("ocigroup_consumergroup_group_lag_seconds", **at)] == pytest.approx(p["time_lag_s"])
+        offset = got.get(_key("ocigroup_consumergroup_group_offset", **at))
+        assert offset == p["committed_offset"]  # absent (None) where nothing was committed
+        where = {"stream": "orders", "partition": str(p["partition"])}
+        assert got[_key("ocigroup_partition_latest_offset", **where)] == p["newest_offset"]
+        assert got[_key("ocigroup_consumergroup_partition_owner", instance=p["instance"], **at)] == 1
+        verdict = next(v for v in doc["health"]["partitions"] if v["partition"] == p["partition"])
+        assert got[_key("ocigroup_consumergroup_group_health", **at)] == verdicts[verdict["verdict"]]
+    group = {"stream": "orders", "group": "billing"}
+    assert got[_key("ocigroup_consumergroup_group_sum_lag", **group)] == doc["totals"]["lag_messages"]
+    assert got[_key("ocigroup_consumergroup_group_max_lag_seconds", **group)] == pytest.approx(
+        doc["totals"]["max_time_lag_s"]
+    )
+    assert got[_key("ocigroup_consumergroup_members", **group)] == 1
+    assert got[_key("ocigroup_consumergroup_health", **group)] == verdicts[doc["health"]["verdict"]]
+    # no instance name on a per-partition series but the owner's info series
+    lag_labels = {labels for (name, labels) in got if name != "ocigroup_consumergroup_partition_owner"}
+    assert not any("instance" in dict(labels) for labels in lag_labels)
+    stdout = proc.run(["--config", config, "-o", "openmetrics", "inspect"], env)
+    assert stdout.returncode == 0 and set(samples(stdout.stdout.decode())) == set(got)
+    wrong = proc.run(["--config", config, "-o", "openmetrics", "streams", "list"], env)
+    assert wrong.returncode == 2 and b"openmetrics is for inspect" in wrong.stderr
+
+
+def test_the_textfile_is_replaced_at_once_a_reader_never_sees_half(busy, tmp_path):
+    _, _, config, env = busy
+    prom = tmp_path / "textfile" / "billing.prom"
+    prom.parent.mkdir()
+    stop, reads, bad = threading.Event(), [0], []
+
+    def reader() -> None:
+        while not stop.is_set():
+            if prom.exists():
+                text = prom.read_text()
+                reads[0] += 1
+                if not text.endswith("# EOF\n"):
+                    bad.append(text)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    args = ["--config", config, "inspect", "--watch", "--interval", "0.05s", "--iterations", "40"]
+    r = proc.run([*args, "--metrics-file", str(prom)], env, timeout=120)
+    stop.set()
+    thread.join(timeout=10)
+    assert r.returncode == 0, r.stderr.decode()
+    assert reads[0] > 100 and bad == []  # read while it was rewritten 40 times: always a whole file
+    assert [p.name for p in prom.parent.iterdir()] == ["billing.prom"]  # no temporary file left behind
+    samples(prom.read_text())
+    nowhere = proc.run(["--config", config, "inspect", "--metrics-file", str(tmp_path / "no" / "x.prom")], env)
+    assert nowhere.returncode == 2 and b"--metrics-file" in nowhere.stderr and b"Traceback" not in nowhere.stderr
+
+
+def test_the_scrape_target_answers_while_the_watch_runs_and_is_gone_after(busy):
+    sdk, sid, config, env = busy
+    args = [proc.exe(), "--config", config, "inspect", "--watch", "--interval", "0.3s", "--serve-metrics", "0"]
+    watch = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = watch.stderr.readline()
+        url = re.search(r"serving metrics on (http://127\.0\.0\.1:\d+/metrics)", line)
+        assert url, line
+        lags = []
+        for extra in range(3):
+            sdk.put(sid, [("one-key", f"more-{extra}-{i}") for i in range(10)])
+            time.sleep(0.8)
+            with urllib.request.urlopen(url.group(1), timeout=5) as answer:
+                assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+                got = samples(answer.read().decode())
+            lags.append(got[_key("ocigroup_consumergroup_group_sum_lag", stream="orders", group="billing")])
+        assert lags[0] < lags[1] < lags[2]  # each scrape is a later refresh
+    finally:
+        watch.send_signal(signal.SIGINT)
+        code = watch.wait(timeout=20)
+        watch.stderr.close()
+    assert code == 130
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url.group(1), timeout=2)
+    bad = proc.run(["--config", config, "inspect", "--serve-metrics", "9308"], env)
+    assert bad.returncode == 2 and b"add --watch" in bad.stderr
+
+
+def test_a_dead_group_stays_in_the_metrics_with_its_lag_growing_and_stopped(cli, sdk, clock):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [("one-key", f"v{i}") for i in range(20)])
+    sdk.group_cursor(sid, "billing", "worker-1", timeout_in_ms=1000)  # joins, then dies: no heartbeat
+    clock.advance_ms(2_000)
+    seen = []
+    for more in range(3):
+        sdk.put(sid, [("one-key", f"w{more}-{i}") for i in range(10)])
+        r = cli("-o", "openmetrics", "inspect")
+        assert r.code == 0, r.err
+        seen.append(samples(r.out))
+        clock.advance_ms(15_000)
+    group = {"stream": "orders", "group": "billing"}
+    lags = [s[_key("ocigroup_consumergroup_group_sum_lag", **group)] for s in seen]
+    assert lags == [30, 40, 50]
+    assert [s[_key("ocigroup_consumergroup_health", **group)] for s in seen][1:] == [3, 3]  # STOPPED: ERROR
+    assert seen[-1][_key("ocigroup_consumergroup_members", **group)] == 0
+    assert not any(name == "ocigroup_consumergroup_partition_owner" for name, _ in seen[-1])  # nobody holds it
+    verdict = json.loads(cli("-o", "json", "inspect", "--health").out)["health"]["verdict"]
+    assert verdict == "STOPPED"
