@@ -15,6 +15,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  ocigroup -q export engine stop >/dev/null 2>&1 || true    # the warm Spark engine step 6 started
   ocigroup -q emulator stop >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -67,6 +68,7 @@ run ocigroup -o table export --partition 0-3 --from-offset 0 --out "$work/audit"
 run ls "$work/audit"
 run ocigroup -o table export verify "$work/audit"
 
-step "7. Stop the emulator"
+step "7. Stop the Spark engine the export started, and the emulator"
+run ocigroup export engine stop
 run ocigroup emulator stop
 printf '\nDone: nothing is left running, and %s is removed.\n' "$work"

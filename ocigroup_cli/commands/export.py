@@ -235,10 +235,20 @@ def engine_status(ctx: typer.Context, output: OutputOption = None) -> None:
 
 @engine_app.command("stop")
 def engine_stop(ctx: typer.Context) -> None:
-    """Stop the warm Spark engines of this state directory (they also stop by themselves when idle)."""
+    """Stop the warm Spark engines of this state directory (they also stop by themselves when idle, or when the
+    state directory is deleted)."""
     from ocigroup_cli.export import engine
 
-    stopped = engine.running()
-    for e in stopped:
-        engine.stop(e, globals_of(ctx).clock)
-    console.notice(f"stopped {len(stopped)} warm Spark engine(s)." if stopped else "no warm Spark engine was running.")
+    clock = globals_of(ctx).clock
+    engines = engine.running()
+    if not engines:
+        console.notice("no warm Spark engine was running.")
+    for e in engines:
+        console.notice(f"stopping the warm Spark engine pid {e.pid} (port {e.port}, {e.master})…")
+        began = clock.monotonic()
+        if not engine.stop(e, clock):
+            raise OcigroupError(
+                f"the warm Spark engine pid {e.pid} did not stop within {clock.monotonic() - began:.0f} s.",
+                f"see {e.log}; end it with: kill -9 {e.pid}",
+            )
+        console.notice(f"stopped in {clock.monotonic() - began:.1f} s.")

@@ -3,8 +3,11 @@ pays for Spark's start (a JVM, its JIT warm-up, Python workers) once per idle pe
 
 - It is started on first use by a small supervisor process (`python -m ocigroup_cli.export.engine`), as the
   local profile starts its emulator, with one notice. The supervisor stops the server after `idle_s` without
-  an export, when asked (`ocigroup export engine stop`, SIGTERM), or when it is killed itself (the JVM gets
-  SIGTERM from the kernel then).
+  an export (counted from the last export it ran or saw in its activity file, which may be gone), when its
+  state directory or its record is deleted or replaced (nothing could find the engine any more: a cron job or CI
+  run with a throw-away state directory leaves none behind), when asked (`ocigroup export engine stop`,
+  SIGTERM), or when it is killed itself (the JVM gets SIGTERM from the kernel then). Ctrl-C while an export
+  starts it stops it too.
 - There is one engine per interpreter, package sources, pyspark, Java and master: a record per key in the state
   directory, and only the same key reuses it.
 - Exports do not connect to the server themselves: they hand their job to the supervisor's door
@@ -27,7 +30,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 15.0
+STATE_CHECK_S = 2.0  # how often a supervisor checks that its state directory and record are still the ones it made
 
 
 @dataclass(frozen=True)
@@ -166,14 +170,38 @@ def _start(key: str, master: str, idle_s: float, memory: str, clock: Clock) -> E
     with state_writes("the Spark engine's log"):
         log.parent.mkdir(parents=True, exist_ok=True)
     args = [sys.executable, "-m", "ocigroup_cli.export.engine", key, master, str(idle_s), memory, str(log)]
-    # the supervisor detaches (forks and says its pid): it outlives this command, which does not wait for it
-    launcher = subprocess.run(
-        args, stdin=subprocess.DEVNULL, capture_output=True, text=True, start_new_session=True, timeout=60
+    pid = _launch(args, clock)
+    try:
+        return _started(key, pid, master, log, clock)
+    except BaseException:  # Ctrl-C while Spark starts, or a start that failed: no engine is left behind
+        _end(pid, clock)
+        raise
+
+
+def _launch(args: list[str], clock: Clock) -> int:
+    """Start the supervisor, which detaches (forks, says its pid and leaves: it outlives this command, which does
+    not wait for it); its pid. Ctrl-C meanwhile lets the launcher say it (a moment), then stops that supervisor."""
+    pipe = subprocess.PIPE
+    launcher = subprocess.Popen(
+        args, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe, text=True, start_new_session=True
     )
     try:
-        pid = int(launcher.stdout.strip())
+        out, err = launcher.communicate(timeout=60)
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            _end(int(launcher.communicate(timeout=60)[0]), clock)
+        raise
+    except subprocess.TimeoutExpired:
+        launcher.kill()
+        out, err = launcher.communicate()
+    try:
+        return int(out.strip())
     except ValueError:
-        raise OcigroupError(f"the Spark engine could not start: {launcher.stderr.strip()[-300:]}") from None
+        raise OcigroupError(f"the Spark engine could not start: {err.strip()[-300:]}") from None
+
+
+def _started(key: str, pid: int, master: str, log: Path, clock: Clock) -> Engine:
+    """The engine of supervisor `pid` once its server answers."""
     deadline = clock.monotonic() + START_TIMEOUT_S
     while clock.monotonic() < deadline:
         engine = find(key)
@@ -182,8 +210,6 @@ def _start(key: str, master: str, idle_s: float, memory: str, clock: Clock) -> E
         if not _alive(pid):
             raise _start_failure(master, log)
         clock.sleep(0.25)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
     raise OcigroupError(f"the Spark engine did not start within {START_TIMEOUT_S:.0f} s.", f"see {log}")
 
 
@@ -197,12 +223,20 @@ def _start_failure(master: str, log: Path) -> OcigroupError:
     return OcigroupError("the Spark engine stopped while starting.", f"see {log}")
 
 
-def stop(engine: Engine, clock: Clock) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(engine.pid, signal.SIGTERM)
+def stop(engine: Engine, clock: Clock) -> bool:
+    """Stop `engine` (its supervisor stops the JVM, then leaves); whether it is gone."""
+    return _end(engine.pid, clock)
+
+
+def _end(pid: int, clock: Clock) -> bool:
+    """SIGTERM to supervisor `pid`, then wait for it to be gone (its JVM is gone before it); whether it is."""
+    if _alive(pid):  # a pid that is no supervisor's any more may be another process's by now
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     deadline = clock.monotonic() + STOP_TIMEOUT_S + 5
-    while _alive(engine.pid) and clock.monotonic() < deadline:
-        clock.sleep(0.1)
+    while _alive(pid) and clock.monotonic() < deadline:
+        clock.sleep(0.05)
+    return not _alive(pid)
 
 
 # -- the supervisor (runs in its own process) -------------------------------------------------------------------
@@ -255,19 +289,24 @@ def supervise(key: str, master: str, idle_s: float, memory: str, log: str) -> in
             if jvm.poll() is not None or clock.wait(stopping, 0.25):
                 return 1
         engine = Engine(key, port, os.getpid(), str(uuid.uuid4()), master, log, sys.executable, token=token)
-        front = _open_door(engine)
+        watch = Watch(key, idle_s, clock)
+        front = _open_door(engine, watch.used)
         engine = replace(engine, door=front.port)
         replace_file(_record(key), json.dumps(asdict(engine)), private=True)
+        watch.arm()
         touch(key)
         while not clock.wait(stopping, 1.0) and jvm.poll() is None:
-            if not front.jobs and _idle_s(key, clock) > idle_s:
-                sys.stdout.write(f"idle for {idle_s:.0f} s: stopping the engine\n")
+            reason = watch.reason(busy=front.jobs > 0)
+            if reason:
+                sys.stdout.write(f"{reason}: stopping the engine\n")
                 break
         return 0
     finally:
-        _record(key).unlink(missing_ok=True)
+        _forget(key)
         if front is not None:
             front.server_close()
+            with contextlib.suppress(Exception):  # closed, its exit hook calls nothing: the server will be gone,
+                front.session.client.close()  # and that call's retries held this process for 13 s more
         if jvm.poll() is None:
             jvm.terminate()
             try:
@@ -276,21 +315,71 @@ def supervise(key: str, master: str, idle_s: float, memory: str, log: str) -> in
                 jvm.kill()
 
 
-def _open_door(engine: Engine) -> Door:
+def _open_door(engine: Engine, used: Callable[[], None]) -> Door:
     """The supervisor's Spark Connect session to its server, behind a door that exports hand their jobs to."""
     from ocigroup_cli.export.door import Door
     from ocigroup_cli.export.spark import connect
 
-    front = Door(connect(engine.url, ship=False), lambda: touch(engine.key), engine.token)
+    front = Door(connect(engine.url, ship=False), used, engine.token)
     threading.Thread(target=front.serve_forever, name="door", daemon=True).start()
     return front
 
 
-def _idle_s(key: str, clock: Clock) -> float:
+def _forget(key: str) -> None:
+    """Remove this supervisor's record; a newer engine's, in a state directory that replaced ours, stays."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if json.loads(_record(key).read_text()).get("pid") == os.getpid():
+            _record(key).unlink()
+
+
+def _identity(key: str) -> tuple[tuple[int, ...], ...] | None:
+    """The device and inode of the state directory and of the engines' directory, and those of `key`'s record
+    with the time it was written (a new record may get a freed inode back); None when one is gone."""
     try:
-        return clock.time_ms() / 1000 - activity_path(key).stat().st_mtime
+        dirs = [os.stat(state_dir()), os.stat(home())]
+        record = os.stat(_record(key))
     except OSError:
-        return 0.0  # no activity file (the state directory was cleared): do not count it as idle
+        return None
+    return (*((st.st_dev, st.st_ino) for st in dirs), (record.st_dev, record.st_ino, record.st_mtime_ns))
+
+
+class Watch:
+    """Why a supervisor stops its engine by itself, asked once a second (`reason`):
+
+    - its owner's state is gone: the state directory, the engines' directory or its record was deleted or replaced
+      (checked every STATE_CHECK_S): nothing can find the engine any more, to use it or to stop it;
+    - idle for `idle_s`: no export since the last one it ran (`used`), the latest touch of its activity file, or
+      its start, whichever is newest. A missing activity file counts as no news, not as activity.
+
+    Neither while an export runs (`busy`): it ends first."""
+
+    def __init__(self, key: str, idle_s: float, clock: Clock) -> None:
+        self.key, self.idle_s, self.clock = key, idle_s, clock
+        self.last_used = clock.time_ms() / 1000
+        self.identity: tuple[tuple[int, ...], ...] | None = None
+        self.checked = clock.monotonic()
+
+    def arm(self) -> None:
+        """The record is written: from now on, the state it lives in must stay the same."""
+        self.identity, self.checked = _identity(self.key), self.clock.monotonic()
+
+    def used(self) -> None:
+        """An export ended (the door says so): idle from now, with or without the activity file."""
+        self.last_used = self.clock.time_ms() / 1000
+        touch(self.key)
+
+    def reason(self, busy: bool) -> str | None:
+        if busy:
+            return None
+        if self.identity is not None and self.clock.monotonic() - self.checked >= STATE_CHECK_S:
+            self.checked = self.clock.monotonic()
+            if _identity(self.key) != self.identity:
+                return "its state directory or record was deleted or replaced"
+        with contextlib.suppress(OSError):
+            self.last_used = max(self.last_used, activity_path(self.key).stat().st_mtime)
+        if self.clock.time_ms() / 1000 - self.last_used > self.idle_s:
+            return f"idle for {self.idle_s:.0f} s"
+        return None
 
 
 def _detach(log: str) -> None:

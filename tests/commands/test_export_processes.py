@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -235,18 +237,90 @@ def test_the_warm_engine_starts_once_with_a_notice_is_reused_and_stops_on_reques
     status = proc.run(["--config", served.config, "-o", "json", "export", "engine", "status"], served.env)
     engines = json.loads(status.stdout)
     assert status.returncode == 0 and [e["master"] for e in engines] == ["local[2]"]
+    assert _left(tmp_path / "state")  # its supervisor, its JVM and its Python workers
+    began = time.monotonic()
     stopped = proc.run(["--config", served.config, "export", "engine", "stop"], served.env)
-    assert stopped.returncode == 0 and b"stopped 1 warm Spark engine" in stopped.stderr
+    took = time.monotonic() - began
+    said = stopped.stderr.decode().splitlines()
+    pid, port = engines[0]["pid"], engines[0]["port"]
+    assert stopped.returncode == 0 and said[0] == f"stopping the warm Spark engine pid {pid} (port {port}, local[2])…"
+    assert re.fullmatch(r"stopped in \d+\.\d s\.", said[1]) and len(said) == 2, said
+    # 13-15 s before: the supervisor's Spark Connect client, at exit, called its stopped server with retries
+    assert took < 6, f"export engine stop took {took:.1f} s"
     assert proc.run(["--config", served.config, "export", "engine", "status"], served.env).returncode == 1
-    assert not _listening(engines[0]["port"]) and not _running(engines[0]["pid"])
+    assert not _listening(port) and not _running(pid) and _left(tmp_path / "state") == []
+    assert proc.run(["--config", served.config, "export", "engine", "stop"], served.env).stderr == (
+        b"no warm Spark engine was running.\n"
+    )
+
+
+def _left(state: Path) -> list[str]:
+    """What runs (zombies aside) with `state`, or a directory below it, as its state directory: an engine's
+    supervisor, its JVM and its Python workers inherit it."""
+    mark = f"OCIGROUP_STATE_DIR={state}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0")
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(v == mark or v.startswith(mark + b"/") for v in env) and _running(int(entry.name)):
+            found.append(f"{entry.name} {command[:120]}")
+    return found
+
+
+def _gone_within(state: Path, seconds: float) -> float:
+    """How long until nothing runs with `state` (at most `seconds`: then the test fails)."""
+    began = time.monotonic()
+    while _left(state) and time.monotonic() - began < seconds:
+        time.sleep(0.1)
+    assert _left(state) == [], f"still running {seconds:.0f} s later: {_left(state)}"
+    return time.monotonic() - began
+
+
+def test_an_engine_stops_when_its_state_directory_is_deleted(serve, tmp_path):
+    """A cron job or CI run with a throw-away state directory leaves no engine behind: nothing could find it to
+    stop it, and before, with no activity file, it never counted as idle."""
+    served = serve()
+    served.sdk.put(served.sid, [(None, f"v{i}") for i in range(20)])
+    args = ["--partition", "0-3", "--from-offset", "0", "--master", "local[1]"]
+    code, _, err = _finish(served.export(tmp_path / "a", *args), timeout=240)
+    assert code == 0 and "started a warm Spark engine" in err, err
+    state = tmp_path / "state"
+    assert _left(state)
+    shutil.rmtree(state)
+    took = _gone_within(state, 20)
+    assert took < 8, f"the engine outlived its state directory by {took:.1f} s"
+
+
+@pytest.mark.parametrize("when", ["at once", "once its JVM runs"])
+def test_ctrl_c_while_spark_starts_leaves_no_engine(serve, tmp_path, when):
+    served = serve()
+    served.sdk.put(served.sid, [(None, b"v")] * 8)
+    state = tmp_path / "state"
+
+    def now(raw: bytes) -> bool:
+        return b"export: starting Spark" in raw and (when == "at once" or any("SparkSubmit" in p for p in _left(state)))
+
+    args = ["--config", served.config, "export", "--out", str(tmp_path / "c"), "--partition", "0-3"]
+    screen = proc.on_pty([*args, "--from-offset", "0", "--master", "local[1]"], served.env, 120, ctrl_c_when=now)
+    assert screen.code == 130, screen.text
+    assert "export interrupted: nothing was written" in screen.text and "Traceback" not in screen.text
+    assert "started a warm Spark engine" not in screen.text
+    _gone_within(state, 5)  # before: the engine went on starting, then ran for its 15 idle minutes, unannounced
+    assert proc.run(["--config", served.config, "export", "engine", "status"], served.env).returncode == 1
 
 
 @pytest.mark.slow
-def test_an_idle_engine_stops_by_itself(tmp_path):
+def test_an_idle_engine_stops_by_itself_even_without_its_activity_file(tmp_path):
     from ocigroup_cli.export import engine, spark
 
     started, fresh = engine.ensure("local[1]", spark.java_command(), 3, "512m", SystemClock())
     assert fresh and engine.running() == [started]
+    engine.activity_path(started.key).unlink()  # before: a missing activity file never counted as idle
     deadline = time.monotonic() + 30
     while (_running(started.pid) or _listening(started.port)) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -330,3 +404,16 @@ def test_a_relative_out_is_where_the_user_is_not_where_the_engine_runs(serve, sp
     code, out, err = _finish(served.export(Path("audit"), *args, cwd=tmp_path / "here"))
     assert code == 0, err
     assert json.loads(out)["rows"] == 40 and (tmp_path / "here" / "audit" / "manifest.json").is_file()
+
+
+def test_make_demo_leaves_nothing_running(tmp_path, free_port):
+    """`make demo` says "nothing is left running": neither its emulator nor the Spark engine its export started
+    (before, the engine ran on, and nothing could find it once the demo deleted its state directory)."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "demo.sh"
+    (tmp_path / "tmp").mkdir()
+    path = f"{Path(proc.exe()).parent}{os.pathsep}{os.environ['PATH']}"
+    env = proc.clean_env(tmp_path / "state", TMPDIR=str(tmp_path / "tmp"), OCIGROUP_DEMO_PORT=str(free_port), PATH=path)
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, timeout=400)
+    assert done.returncode == 0, done.stdout.decode()[-3000:] + done.stderr.decode()[-3000:]
+    assert b"stopping the warm Spark engine" in done.stderr and b"nothing is left running" in done.stdout
+    assert _left(tmp_path / "tmp") == [] and list((tmp_path / "tmp").iterdir()) == []
