@@ -36,6 +36,13 @@ _FINGERPRINT = re.compile(r"^([0-9a-f]{2}:){15}[0-9a-f]{2}$")
 _TEMPLATE_FIELDS = ("hostname", "pid", "user", "random")
 
 
+def _namespace(value: Any) -> str | None:
+    """OCI Monitoring's rule for a custom namespace."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", str(value)) or str(value).lower().startswith(("oci_", "oracle_")):
+        return "a letter, then letters, digits and underscores, not starting with oci_ or oracle_"
+    return None
+
+
 def _ocid(kind: str) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         if not isinstance(value, str) or not _OCID.match(value) or not value.startswith(f"ocid1.{kind}."):
@@ -100,6 +107,16 @@ SCHEMA: dict[str, Key] = {
         "tail, when messages left retention unread: stop (exit 6) or resume (move the group on)",
         ("stop", "resume"),
     ),
+    "metrics.namespace": Key(
+        str, "ocigroup", "OCI Monitoring namespace inspect --post-metrics posts to", check=_namespace
+    ),
+    "metrics.compartment": Key(
+        str, None, "compartment of the posted metrics (default: the stream's)", check=_ocid("compartment")
+    ),
+    "metrics.resource_group": Key(str, None, "resource group of the posted metrics (optional)"),
+    "metrics.endpoint": Key(
+        str, None, "telemetry-ingestion endpoint (default: the region's, or a loopback endpoint's)"
+    ),
     "export.out": Key(str, None, "default export directory"),
     "export.format": Key(str, "parquet", "export file format", EXPORT_FORMATS),
     "export.master": Key(str, "local[*]", "Spark master URL"),
@@ -156,6 +173,14 @@ class GroupSettings:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    namespace: str
+    compartment: str | None
+    resource_group: str | None
+    endpoint: str | None
+
+
+@dataclass(frozen=True)
 class ExportSettings:
     out: str | None
     format: str
@@ -178,6 +203,7 @@ class Settings:
     stream: StreamSettings
     group: GroupSettings
     export: ExportSettings
+    metrics: MetricsSettings
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> Settings:
@@ -186,7 +212,13 @@ class Settings:
 
 
 def _build(kind: type[T], values: Mapping[str, Any], prefix: str) -> T:
-    sections = {"auth": AuthSettings, "stream": StreamSettings, "group": GroupSettings, "export": ExportSettings}
+    sections = {
+        "auth": AuthSettings,
+        "stream": StreamSettings,
+        "group": GroupSettings,
+        "export": ExportSettings,
+        "metrics": MetricsSettings,
+    }
     out: dict[str, Any] = {}
     for f in fields(kind):  # type: ignore[arg-type]  # kind is a dataclass
         if not prefix and f.name in sections:

@@ -22,6 +22,7 @@ from typing import Any
 from ocigroup_cli.errors import ConfigError
 
 TEMPLATE = "https://streaming.{region}.oci.{domain}"  # StreamAdminClient's service_endpoint_template
+TELEMETRY_TEMPLATE = "https://telemetry-ingestion.{region}.{domain}"  # MonitoringClient's, for PostMetricData
 METADATA_KEYS = ("realmKey", "realmDomainComponent", "regionKey", "regionIdentifier")
 REGIONS_CONFIG = "~/.oci/regions-config.json"
 
@@ -80,17 +81,27 @@ def _tables(env: Mapping[str, str]) -> Tables:
 
 def streaming_endpoint(region: str, env: Mapping[str, str] | None = None) -> str:
     """The control-plane endpoint of the Streaming service in `region` (a name, a short name, or a domain)."""
+    return _endpoint(TEMPLATE, "streaming", region, env)
+
+
+def telemetry_ingestion_endpoint(region: str, env: Mapping[str, str] | None = None) -> str:
+    """Where custom metrics are posted in `region` (PostMetricData): Monitoring's endpoint with `telemetry`
+    replaced by `telemetry-ingestion`, as Oracle's documentation says."""
+    return _endpoint(TELEMETRY_TEMPLATE, "telemetry-ingestion", region, env)
+
+
+def _endpoint(template: str, service: str, region: str, env: Mapping[str, str] | None) -> str:
     env = os.environ if env is None else env
     name = region.strip().lower()
     if "." in name:  # a full domain, as the SDK allows
-        return f"https://streaming.{name}"
+        return f"https://{service}.{name}"
     tables = _tables(env)
     name = tables.short_names.get(name, name)
     realm = tables.realms_of.get(name)
     if realm is not None and realm in tables.domains:
-        return TEMPLATE.format(region=name, domain=tables.domains[realm])
+        return template.format(region=name, domain=tables.domains[realm])
     if env.get("OCI_DEFAULT_REALM"):
-        return TEMPLATE.format(region=name, domain=env["OCI_DEFAULT_REALM"])
+        return template.format(region=name, domain=env["OCI_DEFAULT_REALM"])
     known = sorted(tables.realms_of) + sorted(tables.short_names)
     close = difflib.get_close_matches(name, known, n=1)
     raise ConfigError(

@@ -17,7 +17,7 @@ from ocigroup_cli.client.auth import Credentials, credentials
 from ocigroup_cli.client.errors import connection_failure, retry_after, service_failure
 from ocigroup_cli.client.pacing import Pacer
 from ocigroup_cli.client.regions import streaming_endpoint
-from ocigroup_cli.client.transport import Response, Transport
+from ocigroup_cli.client.transport import API_VERSION, Response, Transport
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core import backoff
 from ocigroup_cli.core.clock import Clock
@@ -37,6 +37,8 @@ class Waiting:
 
 
 class Sender:
+    API_VERSION = API_VERSION  # the path every request goes under (the Streaming API's; Monitoring has its own)
+
     def __init__(
         self,
         profile: Profile,
@@ -71,7 +73,7 @@ class Sender:
         if endpoint not in self._transports:
             context = tls.context(self.profile.settings.cert_bundle) if endpoint.startswith("https:") else None
             try:
-                self._transports[endpoint] = Transport(endpoint, self.creds.signer, context)
+                self._transports[endpoint] = Transport(endpoint, self.creds.signer, context, self.API_VERSION)
             except ValueError as exc:
                 raise ConfigError(f"profile {self.profile.name!r}: {exc}.") from None
         return self._transports[endpoint]

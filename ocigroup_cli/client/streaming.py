@@ -33,6 +33,7 @@ def stream_info(s: dict[str, Any]) -> StreamInfo:
         s.get("lifecycleState", ""),
         s.get("messagesEndpoint", ""),
         s.get("timeCreated"),
+        s.get("compartmentId"),
     )
 
 

@@ -105,17 +105,17 @@ class Endpoint:
     host: str  # host[:port], as signed
     hostname: str
     port: int
-    prefix: str  # ends with /20180418
+    prefix: str  # ends with the API's version: /20180418 (Streaming), /20180401 (Monitoring)
 
     @classmethod
-    def parse(cls, endpoint: str) -> Endpoint:
+    def parse(cls, endpoint: str, version: str = API_VERSION) -> Endpoint:
         parts = urlsplit(endpoint.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"endpoint {endpoint!r} must be an http:// or https:// URL")
         https = parts.scheme == "https"
         prefix = parts.path.rstrip("/")
-        if not prefix.endswith(API_VERSION):
-            prefix += API_VERSION
+        if not prefix.endswith(version):
+            prefix += version
         return cls(
             endpoint.rstrip("/"), https, parts.netloc, parts.hostname, parts.port or (443 if https else 80), prefix
         )
@@ -140,8 +140,10 @@ def _closed_by_peer(sock: socket.socket) -> bool:
 
 
 class Transport:
-    def __init__(self, endpoint: str, signer: Signer, tls: ssl.SSLContext | None = None) -> None:
-        self.where = Endpoint.parse(endpoint)
+    def __init__(
+        self, endpoint: str, signer: Signer, tls: ssl.SSLContext | None = None, version: str = API_VERSION
+    ) -> None:
+        self.where = Endpoint.parse(endpoint, version)
         self.endpoint = self.where.url
         self.signer = signer
         self.tls = tls

@@ -11,13 +11,13 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import fmt, globals_of, load_profile, session
-from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, ServeMetricsOpt
+from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, PostMetricsOpt, ServeMetricsOpt
 from ocigroup_cli.core.health import SEVERITIES, fails
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP, lag_text, upper
 from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import parse_duration_ms
 from ocigroup_cli.core.watch import Event, Held, Member, Watch
-from ocigroup_cli.errors import ThresholdExceeded, UsageError
+from ocigroup_cli.errors import OcigroupError, ThresholdExceeded, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -315,6 +315,7 @@ def inspect(
     brief: SummaryOpt = False,
     metrics_file: MetricsFileOpt = None,
     serve_metrics: ServeMetricsOpt = None,
+    post_metrics: PostMetricsOpt = False,
 ) -> None:
     """Show every partition: owner, time left on its reservation, committed offset, lag; then the balance.
 
@@ -332,7 +333,7 @@ def inspect(
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
     out = fmt(ctx, output, metrics=True)
-    metrics = MetricsOut.open(out, metrics_file, serve_metrics, watch)
+    metrics = MetricsOut.open(s, out, metrics_file, serve_metrics, post_metrics, watch)
     judged = health or fail_on_health is not None or metrics.wanted
     looks = Looks(name, out, watch, brief, lag_cap, int(window_ms) if judged else None, wait_s, iterations)
     try:
@@ -342,6 +343,8 @@ def inspect(
     limit = None if time_limit < 0 else time_limit
     fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
     _thresholds(view, verdict, fail_on_lag, limit, fail_on)
+    if metrics.refused:  # a cron line must not pass while its alarms go blind
+        raise OcigroupError(f"OCI Monitoring refused {len(metrics.refused)} metric(s): {metrics.refused[0]}.")
 
 
 def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[GroupView, Health | None]:
@@ -360,7 +363,7 @@ def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[Gro
             events = tracker.sample(now, _held(view))
             shown = (shown + events)[-EVENTS_SHOWN:]
             if verdict is not None and metrics.wanted:
-                metrics.update(view, verdict)
+                metrics.update(s, view, verdict, now)
             if live is not None:
                 live.update(_screen(view, verdict, tracker.members(now), shown, now), refresh=True)
             else:

@@ -1,5 +1,6 @@
 """Where `inspect` sends its metrics at each refresh: stdout (`-o openmetrics`), a textfile for node_exporter
-(`--metrics-file`, replaced at once), and a scrape target (`--watch --serve-metrics HOST:PORT`)."""
+(`--metrics-file`, replaced at once), a scrape target (`--watch --serve-metrics HOST:PORT`) and OCI Monitoring
+(`--post-metrics`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from ocigroup_cli import console
 from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from ocigroup_cli.core.metrics import Point
     from ocigroup_cli.ops.health import Health
     from ocigroup_cli.ops.inspect import GroupView
+    from ocigroup_cli.ops.monitoring import Poster
     from ocigroup_cli.ops.scrape import ScrapeTarget
+    from ocigroup_cli.ops.session import Session
 
 MetricsFileOpt = Annotated[
     str | None,
@@ -34,6 +38,14 @@ ServeMetricsOpt = Annotated[
     ),
 ]
 
+PostMetricsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--post-metrics",
+        help="Post the metrics to OCI Monitoring (PostMetricData) at each refresh. [profile: metrics.*]",
+    ),
+]
+
 
 def _address(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
@@ -48,14 +60,17 @@ class MetricsOut:
     stdout: bool = False  # -o openmetrics
     file: Path | None = None
     target: ScrapeTarget | None = None
-    written: list[str] = field(default_factory=list)  # the last exposition, for tests and the exit
+    poster: Poster | None = None
+    refused: list[str] = field(default_factory=list)  # what OCI Monitoring refused at the last refresh
 
     @property
     def wanted(self) -> bool:
-        return self.stdout or self.file is not None or self.target is not None
+        return self.stdout or self.file is not None or self.target is not None or self.poster is not None
 
     @classmethod
-    def open(cls, out: str, metrics_file: str | None, serve: str | None, watch: bool) -> MetricsOut:
+    def open(
+        cls, s: Session, out: str, metrics_file: str | None, serve: str | None, post: bool, watch: bool
+    ) -> MetricsOut:
         if serve is not None and not watch:
             raise UsageError("--serve-metrics answers scrapes while --watch refreshes.", "add --watch")
         target = None
@@ -68,14 +83,21 @@ class MetricsOut:
             except OSError as exc:
                 raise UsageError(f"--serve-metrics {serve}: {exc.strerror or exc}.", "pick another port") from None
             console.notice(f"serving metrics on {target.url}")
-        return cls(out == "openmetrics", None if metrics_file is None else Path(metrics_file), target)
+        poster = None
+        if post:
+            from ocigroup_cli.ops.monitoring import Poster
 
-    def update(self, view: GroupView, health: Health) -> None:
+            poster = Poster(s.profile, s.client.clock)
+        return cls(out == "openmetrics", None if metrics_file is None else Path(metrics_file), target, poster)
+
+    def update(self, s: Session, view: GroupView, health: Health, at_ms: int) -> None:
         from ocigroup_cli.core.metrics import exposition
         from ocigroup_cli.ops.metrics import points
 
-        text = exposition(points(view, health))
-        self.written[:] = [text]
+        found = points(view, health)
+        text = exposition(found)
+        if self.poster is not None:
+            self._post(s, found, at_ms)
         if self.stdout:
             console.data_line(text.rstrip("\n"))
         if self.file is not None:
@@ -83,9 +105,22 @@ class MetricsOut:
         if self.target is not None:
             self.target.update(text)
 
+    def _post(self, s: Session, found: list[Point], at_ms: int) -> None:
+        assert self.poster is not None
+        posted = self.poster.post(found, s.stream, at_ms)
+        self.refused = posted.failed
+        if posted.failed:
+            console.warn(
+                f"OCI Monitoring refused {len(posted.failed)} of {posted.metrics} metric(s): {posted.failed[0]}"
+            )
+        else:
+            console.notice(f"posted {posted.metrics} metric(s) to OCI Monitoring in {posted.calls} call(s)")
+
     def close(self) -> None:
         if self.target is not None:
             self.target.close()
+        if self.poster is not None:
+            self.poster.close()
 
 
 def _write(path: Path, text: str) -> None:

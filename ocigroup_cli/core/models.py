@@ -59,6 +59,7 @@ class StreamInfo:
     state: str
     messages_endpoint: str
     time_created: str | None
+    compartment: str | None = None  # where the stream is (metrics are posted there by default)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,10 @@ from ocigroup_cli.emulator.auth import Verifier
 from ocigroup_cli.emulator.backend import Backend, Messages
 from ocigroup_cli.emulator.errors import ServiceError, invalid, limit_exceeded
 from ocigroup_cli.emulator.limits import MAX_GET_LIMIT
+from ocigroup_cli.emulator.telemetry import Telemetry
 
 BASE = "/20180418"
+METRICS = "/20180401/metrics"  # OCI Monitoring's PostMetricData (emulator/telemetry.py)
 ADMIN = "/_emulator"
 HEALTH_SERVICE = "ocigroup-emulator"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # a 1 MiB request grows by a third in base64, plus JSON framing
@@ -80,6 +82,7 @@ class Api:
         self.backend = backend
         self.verifier = verifier
         self.admin = admin
+        self.telemetry = Telemetry(backend.clock)
 
     def handle(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
         given = headers("opc-request-id")
@@ -116,6 +119,8 @@ class Api:
             return self._admin(method, path[len(ADMIN) :], body)
         if len(body) > MAX_BODY_BYTES:
             raise limit_exceeded(f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+        if path == METRICS:
+            return self._metrics(method, target, headers, body)
         if not path.startswith(BASE + "/"):
             raise self._no_api(method, path)
         parts = path[len(BASE) + 1 :].split("/", 3)
@@ -164,6 +169,14 @@ class Api:
             return self._json(b.consumer_heartbeat(stream_id, self._cursor(query)))
         raise self._no_api(method, path)
 
+    def _metrics(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
+        """PostMetricData, signed as every request (emulator/telemetry.py)."""
+        if method != "POST":
+            raise self._no_method(method, METRICS)
+        if self.verifier is not None:
+            self.verifier.verify(method, target, headers, body, body_unsigned=False)
+        return self._json(self.telemetry.post(_json_body(body)))
+
     def _streams(self, method: str, path: str, query: dict[str, str], body: bytes) -> Response:
         """CreateStream (the stream CREATING, and its work request) and ListStreams."""
         if method == "POST":
@@ -186,6 +199,8 @@ class Api:
             store = self.backend.store
             data = store.path if not store.persistent else os.path.abspath(store.path)
             return self._json({"service": HEALTH_SERVICE, "version": __version__, "pid": os.getpid(), "data": data})
+        if (method, path) == ("GET", "/metrics"):  # what PostMetricData took, for tests and rehearsals to read back
+            return self._json(self.telemetry.all())
         clock = self.backend.clock
         if not self.admin:
             raise ServiceError(404, "NotFound", "Admin endpoints are enabled only with --test-mode.")

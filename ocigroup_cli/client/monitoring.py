@@ -1,0 +1,45 @@
+"""The adapter to OCI Monitoring's PostMetricData: custom metrics posted to the region's telemetry-ingestion
+endpoint, signed, paced and retried like every Streaming request (client/sender.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ocigroup_cli.client.regions import telemetry_ingestion_endpoint
+from ocigroup_cli.client.sender import Sender
+from ocigroup_cli.client.transport import is_loopback
+
+POSTS_PER_SECOND = 50  # PostMetricData's limit, per tenancy
+
+
+class MonitoringClient(Sender):
+    API_VERSION = "/20180401"
+
+    @property
+    def telemetry_url(self) -> str:
+        """metrics.endpoint; else the profile's endpoint when it is a loopback one (the bundled emulator answers
+        PostMetricData too: a rehearsal never posts to OCI); else the region's telemetry-ingestion endpoint."""
+        settings = self.profile.settings
+        if settings.metrics.endpoint:
+            return settings.metrics.endpoint
+        if settings.endpoint and _loopback(settings.endpoint):
+            return settings.endpoint
+        return telemetry_ingestion_endpoint(self.creds.region)
+
+    def post_metric_data(self, metric_data: list[dict[str, Any]]) -> dict[str, Any]:
+        """One PostMetricData call (NON_ATOMIC: a refused metric does not drop the others); the service's answer,
+        which lists the metrics it refused with a 200."""
+        body = {"metricData": metric_data, "batchAtomicity": "NON_ATOMIC"}
+        tenancy = self.profile.settings.auth.tenancy or "tenancy"
+        resp = self.request(
+            "PostMetricData", self.telemetry_url, "POST", "/metrics", body=body,
+            budget=("PostMetricData", tenancy), per_second=POSTS_PER_SECOND,
+        )  # fmt: skip
+        answer = resp.json()
+        return answer if isinstance(answer, dict) else {}
+
+
+def _loopback(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    return is_loopback(urlsplit(url).hostname or "")

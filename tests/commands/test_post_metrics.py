@@ -1,0 +1,134 @@
+"""`inspect --post-metrics`: OCI Monitoring's PostMetricData, rehearsed on the emulator. The bodies hold only what
+the oci SDK's models name, the emulator takes what the SDK posts and refuses what the service refuses, a partial
+refusal is reported (exit 1), and 50 metric streams go in one call."""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.request
+
+import oci
+import pytest
+
+from ocigroup_cli.core.clock import ManualClock, SystemClock
+from tests.helpers import cli as proc
+from tests.helpers.service import Sdk, start_server, write_config
+
+MODELS = oci.monitoring.models
+
+
+def received(url: str) -> list[dict]:
+    with urllib.request.urlopen(f"{url}/_emulator/metrics", timeout=5) as answer:
+        return json.loads(answer.read())
+
+
+def _monitoring(api_key, url: str) -> oci.monitoring.MonitoringClient:
+    return oci.monitoring.MonitoringClient(
+        api_key.config(), service_endpoint=url, retry_strategy=oci.retry.NoneRetryStrategy()
+    )
+
+
+@pytest.fixture
+def group_of(api_key, tmp_path):
+    """A real emulator process on loopback with stream `orders` of N partitions, one message each and a live
+    instance of group `billing`; the profile for it."""
+    servers = []
+
+    def make(partitions: int, clock=None):
+        server = start_server(api_key, clock or SystemClock())
+        servers.append(server)
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=partitions, name="orders")
+        sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(4 * partitions)])
+        sdk.group_cursor(sid, "billing", "worker-1", timeout_in_ms=60_000)
+        config = write_config(tmp_path, api_key, server.url, group__name="billing")
+        return server, config, proc.clean_env(tmp_path / "state")
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def test_the_posted_bodies_are_the_sdks_models_and_hold_the_figures(group_of, api_key):
+    server, config, env = group_of(2)
+    r = proc.run(["--config", config, "-o", "json", "inspect", "--post-metrics"], env)
+    assert r.returncode == 0, r.stderr.decode()
+    doc, got = json.loads(r.stdout), received(server.url)
+    assert f"posted {len(got)} metric(s) to OCI Monitoring in 1 call(s)" in r.stderr.decode()
+    detail_keys, point_keys = (
+        set(MODELS.MetricDataDetails().attribute_map.values()),
+        set(MODELS.Datapoint().attribute_map.values()),
+    )
+    for metric in got:
+        assert set(metric) <= detail_keys and all(set(d) <= point_keys for d in metric["datapoints"])
+        assert metric["namespace"] == "ocigroup" and metric["compartmentId"] == "ocid1.compartment.oc1..test"
+        assert metric["datapoints"][0]["timestamp"] == doc["at"]
+    by = {(m["name"], tuple(sorted(m["dimensions"].items()))): m["datapoints"][0]["value"] for m in got}
+    for p in doc["partitions"]:
+        dims = tuple(sorted({"stream": "orders", "group": "billing", "partition": str(p["partition"])}.items()))
+        assert by[("lag", dims)] == p["lag_messages"]
+        assert by[("lag_seconds", dims)] == pytest.approx(p["time_lag_s"])
+    group = tuple(sorted({"stream": "orders", "group": "billing"}.items()))
+    assert by[("group_lag", group)] == doc["totals"]["lag_messages"] and by[("group_members", group)] == 1
+    assert not any(m["name"] == "owner" for m in got)  # instance names are not posted: they churn
+    # the README's alarm queries name what is posted
+    readme = _readme()
+    for name in ("lag", "lag_seconds", "group_health_severity"):
+        assert f"{name}[" in readme and any(m["name"] == name for m in got)
+
+
+def _readme() -> str:
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def test_the_emulator_takes_what_the_sdk_posts_and_refuses_what_the_service_refuses(group_of, api_key):
+    server, _, _ = group_of(1)
+    client = _monitoring(api_key, server.url)
+    now = oci.util.datetime.datetime.now(oci.util.datetime.timezone.utc)
+
+    def metric(name="lag", namespace="ocigroup", dimensions=None, when=now):
+        return MODELS.MetricDataDetails(
+            namespace=namespace, compartment_id="ocid1.compartment.oc1..test", name=name,
+            dimensions=dimensions or {"group": "billing"}, datapoints=[MODELS.Datapoint(timestamp=when, value=3.5)],
+        )  # fmt: skip
+
+    old = now - oci.util.datetime.timedelta(hours=3)
+    batch = [metric(), metric(namespace="oci_streaming"), metric(name="9lives"), metric(dimensions={"g": "x" * 600}),
+             metric(when=old)]  # fmt: skip
+    answer = client.post_metric_data(MODELS.PostMetricDataDetails(metric_data=batch)).data
+    assert answer.failed_metrics_count == 4
+    messages = [f.message for f in answer.failed_metrics]
+    assert any("reserved" in m for m in messages) and any("2 hours" in m for m in messages)
+    assert [m["name"] for m in received(server.url)] == ["lag"]  # NON_ATOMIC: the valid one was taken
+    many = [metric(dimensions={"partition": str(i)}) for i in range(51)]
+    with pytest.raises(oci.exceptions.ServiceError) as refused:
+        client.post_metric_data(MODELS.PostMetricDataDetails(metric_data=many))
+    assert refused.value.status == 400 and "50" in refused.value.message
+    atomic = MODELS.PostMetricDataDetails(metric_data=batch[:2], batch_atomicity="ATOMIC")
+    with pytest.raises(oci.exceptions.ServiceError):
+        client.post_metric_data(atomic)
+    assert len(received(server.url)) == 1
+
+
+def test_a_partial_refusal_is_reported_and_fails_the_run(group_of):
+    """The service's clock 3 hours ahead of ours: every datapoint is 'too old' to it, in a 200 answer."""
+    clock = ManualClock(SystemClock().time_ms() + 3 * 3600 * 1000)
+    clock.run(True)
+    _, config, env = group_of(1, clock)
+    r = proc.run(["--config", config, "inspect", "--post-metrics"], env)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert "OCI Monitoring refused 10 metric(s): lag{stream=orders,group=billing,partition=0}: Datapoint" in err
+    assert "Traceback" not in err
+
+
+def test_fifty_metric_streams_go_in_one_call(group_of):
+    server, config, env = group_of(12)  # 12 partitions: 8 figures each, and 5 for the group
+    r = proc.run(["--config", config, "inspect", "--post-metrics", "-o", "json"], env)
+    assert r.returncode == 0, r.stderr.decode()
+    streams = len(received(server.url))
+    assert streams > 50
+    assert f"posted {streams} metric(s) to OCI Monitoring in {math.ceil(streams / 50)} call(s)" in r.stderr.decode()
