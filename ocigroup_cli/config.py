@@ -107,6 +107,12 @@ SCHEMA: dict[str, Key] = {
         "tail, when messages left retention unread: stop (exit 6) or resume (move the group on)",
         ("stop", "resume"),
     ),
+    "groups": Key(
+        list,
+        [],
+        "the groups a team runs: inspect --all-groups looks at them (with those seen here)",
+        check=lambda v: None if all(isinstance(g, str) and g.strip() for g in v) else "a list of names",
+    ),
     "metrics.namespace": Key(
         str, "ocigroup", "OCI Monitoring namespace inspect --post-metrics posts to", check=_namespace
     ),
@@ -199,6 +205,7 @@ class Settings:
     cert_bundle: str | None
     deadline_s: float
     pace_requests: bool
+    groups: list[str]
     auth: AuthSettings
     stream: StreamSettings
     group: GroupSettings
@@ -293,6 +300,8 @@ def _validate(key: str, value: Any, where: str) -> Any:
             value = float(value) if spec.kind == (int, float) else int(value)
         except ValueError:
             raise ConfigError(f"{where}: '{key}' must be a number, got {value!r}.") from None
+    if spec.kind is list and isinstance(value, str) and source_is_text(where):  # OCIGROUP_GROUPS=billing,audit
+        value = [name.strip() for name in value.split(",") if name.strip()]
     if spec.kind is bool and isinstance(value, str) and source_is_text(where):
         lowered = value.lower()
         if lowered not in ("true", "false", "1", "0", "yes", "no"):
@@ -300,7 +309,7 @@ def _validate(key: str, value: Any, where: str) -> Any:
         value = lowered in ("true", "1", "yes")
     expected = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
     if (isinstance(value, bool) and bool not in expected) or not isinstance(value, expected):
-        words = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+        words = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list"}
         names = "a number" if float in expected else " or ".join(words[t] for t in expected)
         raise ConfigError(f"{where}: '{key}' must be {names}, got {value!r}.", spec.help or None)
     if spec.choices and value not in spec.choices:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ocigroup_cli import console
+from ocigroup_cli.commands import all_groups as every
 from ocigroup_cli.commands.common import fmt, globals_of, load_profile, session
 from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, PostMetricsOpt, ServeMetricsOpt
 from ocigroup_cli.core.health import SEVERITIES, fails
@@ -271,6 +272,13 @@ HealthWindow = Annotated[str, typer.Option(help="Judge health over the samples o
 SummaryOpt = Annotated[
     bool, typer.Option("--summary", help="One line per refresh: state, members, total lag, max time lag.")
 ]
+AllGroupsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all-groups", help="Every group of the profile's groups and those seen on the stream here: one line each."
+    ),
+]
+OnlyLaggingOpt = Annotated[bool, typer.Option("--only-lagging", help="With --all-groups: only groups with a lag.")]
 InspectOutput = Annotated[
     str | None,
     typer.Option(
@@ -316,6 +324,8 @@ def inspect(
     metrics_file: MetricsFileOpt = None,
     serve_metrics: ServeMetricsOpt = None,
     post_metrics: PostMetricsOpt = False,
+    all_groups: AllGroupsOpt = False,
+    only_lagging: OnlyLaggingOpt = False,
 ) -> None:
     """Show every partition: owner, time left on its reservation, committed offset, lag; then the balance.
 
@@ -325,24 +335,28 @@ def inspect(
     Examples (cron):
       ocigroup inspect billing --fail-on-lag 10000 --fail-on-time-lag 15m -o json
       ocigroup inspect billing --fail-on-health ERROR
-      ocigroup -q inspect billing --metrics-file /var/lib/node_exporter/billing.prom
+      ocigroup -q inspect --all-groups --fail-on-health ERROR --post-metrics
     """
     wait_s, time_limit, window_ms = _parse(interval, fail_on_time_lag, health_window, fail_on_health)
+    if all_groups and group is not None:
+        raise UsageError("--all-groups looks at every group: drop GROUP.", "or drop --all-groups")
+    if only_lagging and not all_groups:
+        raise UsageError("--only-lagging filters --all-groups.", "add --all-groups")
     g = globals_of(ctx)
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
-    name = profile.require(profile.settings.group.name, "group.name", "GROUP")
+    name = "" if all_groups else profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
     out = fmt(ctx, output, metrics=True)
     metrics = MetricsOut.open(s, out, metrics_file, serve_metrics, post_metrics, watch)
-    judged = health or fail_on_health is not None or metrics.wanted
+    judged = health or fail_on_health is not None or metrics.wanted or all_groups
     looks = Looks(name, out, watch, brief, lag_cap, int(window_ms) if judged else None, wait_s, iterations)
     try:
-        view, verdict = _run(s, g, looks, metrics)
+        looked = every.run(s, g, looks, metrics, only_lagging) if all_groups else [_run(s, g, looks, metrics)]
     finally:
         metrics.close()
-    limit = None if time_limit < 0 else time_limit
     fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
-    _thresholds(view, verdict, fail_on_lag, limit, fail_on)
+    limit = None if time_limit < 0 else time_limit
+    every.thresholds(looked, lambda view, verdict: _thresholds(view, verdict, fail_on_lag, limit, fail_on), all_groups)
     if metrics.refused:  # a cron line must not pass while its alarms go blind
         raise OcigroupError(f"OCI Monitoring refused {len(metrics.refused)} metric(s): {metrics.refused[0]}.")
 

@@ -91,10 +91,14 @@ class MetricsOut:
         return cls(out == "openmetrics", None if metrics_file is None else Path(metrics_file), target, poster)
 
     def update(self, s: Session, view: GroupView, health: Health, at_ms: int) -> None:
+        self.update_all(s, [(view, health)], at_ms)
+
+    def update_all(self, s: Session, looked: list[tuple[GroupView, Health]], at_ms: int) -> None:
+        """One refresh of every group looked at: one exposition, one set of posts (50 metric streams a call)."""
         from ocigroup_cli.core.metrics import exposition
         from ocigroup_cli.ops.metrics import points
 
-        found = points(view, health)
+        found = [p for view, health in looked for p in points(view, health)]
         text = exposition(found)
         if self.poster is not None:
             self._post(s, found, at_ms)

@@ -11,8 +11,10 @@ import subprocess
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -166,3 +168,36 @@ def test_a_dead_group_stays_in_the_metrics_with_its_lag_growing_and_stopped(cli,
     assert not any(name == "ocigroup_consumergroup_partition_owner" for name, _ in seen[-1])  # nobody holds it
     verdict = json.loads(cli("-o", "json", "inspect", "--health").out)["health"]["verdict"]
     assert verdict == "STOPPED"
+
+
+def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path):
+    """The profile's groups, its group.name and a group seen here; one that is gone is left out, one line says so."""
+    sdk, sid, config, env = busy
+    doc = yaml.safe_load(Path(config).read_text())
+    doc["profiles"]["test"]["groups"] = ["audit", "gone"]
+    Path(config).write_text(yaml.safe_dump(doc))
+    sdk.group_cursor(sid, "audit", "a-1", timeout_in_ms=60_000)
+    done = proc.run(["--config", config, "tail", "payments", "-e", "--instance", "p", "--create"], env)
+    assert done.returncode == 0, done.stderr.decode()  # payments: read to the end, seen here
+    prom = tmp_path / "all.prom"
+    args = ["--config", config, "-o", "json", "inspect", "--all-groups", "--metrics-file", str(prom)]
+    r = proc.run(args, env)
+    assert r.returncode == 0, r.stderr.decode()
+    rows = {row["group"]: row for row in json.loads(r.stdout)}
+    assert list(rows) == ["audit", "billing", "payments"]  # profile groups, group.name, then seen ones
+    assert "group 'gone' does not exist on stream 'orders' (any more): left out" in r.stderr.decode()
+    assert rows["payments"]["lag_messages"] == 0 and rows["audit"]["lag_messages"] == 40
+    assert {"state", "members", "max_time_lag_s", "health", "catchup_eta_s"} <= set(rows["billing"])
+    got = samples(prom.read_text())
+    sums = {dict(labels)["group"]: v for (name, labels), v in got.items() if name.endswith("_group_sum_lag")}
+    assert sums == {g: row["lag_messages"] for g, row in rows.items()}
+    latest = [labels for name, labels in got if name == "ocigroup_partition_latest_offset"]
+    assert len(latest) == 2  # per partition once, whatever the number of groups
+    lagging = proc.run([*args[:-2], "--only-lagging"], env)
+    assert {row["group"] for row in json.loads(lagging.stdout)} == {"audit", "billing"}
+    over = proc.run([*args[:-2], "--fail-on-lag", "30"], env)
+    err = over.stderr.decode()
+    assert over.returncode == 5 and "2 group(s) over a threshold: audit: total lag 40 exceeds" in err, err
+    assert "billing: total lag" in err and "payments" not in err.split("error:")[1]
+    both = proc.run(["--config", config, "inspect", "billing", "--all-groups"], env)
+    assert both.returncode == 2 and b"drop GROUP" in both.stderr

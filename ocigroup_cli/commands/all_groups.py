@@ -1,0 +1,106 @@
+"""`inspect --all-groups`: every group a team runs on the stream in one line each (state, members, total lag, max
+time lag, verdict, pace): the profile's `groups`, its group.name, and the groups seen on the stream from here (OCI
+cannot list a stream's groups). The --fail-on-* thresholds and the metrics options cover them all at once."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ocigroup_cli import console
+from ocigroup_cli.core.lag import lag_text
+from ocigroup_cli.core.timefmt import human_duration
+from ocigroup_cli.errors import NotFound, ThresholdExceeded
+
+if TYPE_CHECKING:
+    from ocigroup_cli.commands.common import Globals
+    from ocigroup_cli.commands.inspect import Looks
+    from ocigroup_cli.commands.metrics_out import MetricsOut
+    from ocigroup_cli.ops.health import Health
+    from ocigroup_cli.ops.inspect import GroupView
+    from ocigroup_cli.ops.session import Session
+
+COLUMNS = ["GROUP", "STATE", "MEMBERS", "LAG", "MAX TIME-LAG", "HEALTH", "PACE"]
+
+
+def names(s: Session) -> list[str]:
+    """The profile's groups, its group.name, then those seen on the stream from here (most recent first)."""
+    from ocigroup_cli.ops.groups import seen
+
+    settings = s.profile.settings
+    last = seen(s.stream.id)
+    listed = [*settings.groups, settings.group.name, *sorted(last, key=lambda g: -last[g])]
+    return list(dict.fromkeys(g for g in listed if g))
+
+
+def run(
+    s: Session, g: Globals, looks: Looks, metrics: MetricsOut, only_lagging: bool
+) -> list[tuple[GroupView, Health]]:
+    """Look at every group (each refresh, with --watch); the last looks, for the thresholds."""
+    from ocigroup_cli.commands.inspect import _look  # the one look of a group that inspect takes
+
+    wanted = names(s)
+    if not wanted:
+        console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
+    before: dict[str, GroupView] = {}
+    for turn in itertools.count(1):
+        now = g.clock.time_ms()
+        looked: list[tuple[GroupView, Health]] = []
+        for name in wanted:
+            try:
+                view, health = _look(s, name, now, looks.lag_cap, before.get(name), looks.window_ms)
+            except NotFound:  # gone from the service (expired unused): dropped, from the metrics too
+                console.notice(f"group {name!r} does not exist on stream {s.stream.name!r} (any more): left out")
+                continue
+            assert health is not None  # every group is judged
+            before[name] = view
+            looked.append((view, health))
+        if metrics.wanted:
+            metrics.update_all(s, looked, now)
+        shown = [x for x in looked if not only_lagging or _lagging(x[0])]
+        _print(shown, looks.out, looks.watch, s.stream.name)
+        if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
+            return looked
+        g.clock.sleep(looks.wait_s)
+    raise AssertionError("unreachable: the loop returns")  # pragma: no cover
+
+
+def _lagging(view: GroupView) -> bool:
+    return view.total_lag > 0
+
+
+def row(view: GroupView, health: Health) -> dict[str, Any]:
+    return {**view.summary_json(), "health": health.verdict, "catchup_eta_s": health.to_json()["catchup_eta_s"],
+            "pace": health.catchup_text()}  # fmt: skip
+
+
+def _print(looked: list[tuple[GroupView, Health]], out: str, watch: bool, stream: str) -> None:
+    rows = [row(v, h) for v, h in looked]
+    table = [
+        [r["group"], r["state"], r["members"], lag_text(r["lag_messages"], r["lag_capped"], r["lag_at_most"]),
+         human_duration(r["max_time_lag_s"]), r["health"], r["pace"] or ""]
+        for r in rows
+    ]  # fmt: skip
+    if out == "openmetrics":
+        return
+    doc: Any = {"event": "snapshot", "stream": stream, "groups": rows} if watch else rows
+    console.emit(doc, out, lambda: console.table(COLUMNS, table, title=f"{len(rows)} group(s) on {stream}"),
+                 one_line=watch)  # fmt: skip
+
+
+def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, many: bool) -> None:
+    """Every group's crossing of a --fail-on-* threshold, in one exit 5 (`check` raises for one group); `many`:
+    the groups are named (--all-groups), else the one group's message stands as it is."""
+    if not many:
+        for view, health in looked:
+            check(view, health)
+        return
+    crossed = []
+    for view, health in looked:
+        try:
+            check(view, health)
+        except ThresholdExceeded as exc:
+            crossed.append(f"{view.group}: {exc.message.rstrip('.')}")
+    if crossed:
+        raise ThresholdExceeded(f"{len(crossed)} group(s) over a threshold: " + "; ".join(crossed) + ".")
