@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ocigroup_cli import console
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
-from ocigroup_cli.errors import NotFound, ThresholdExceeded
+from ocigroup_cli.errors import ThresholdExceeded
 
 if TYPE_CHECKING:
     from ocigroup_cli.commands.common import Globals
@@ -38,24 +38,13 @@ def run(
     s: Session, g: Globals, looks: Looks, metrics: MetricsOut, only_lagging: bool
 ) -> list[tuple[GroupView, Health]]:
     """Look at every group (each refresh, with --watch); the last looks, for the thresholds."""
-    from ocigroup_cli.commands.inspect import _look  # the one look of a group that inspect takes
-
     wanted = names(s)
     if not wanted:
         console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
-    before: dict[str, GroupView] = {}
+    told: set[str] = set()
     for turn in itertools.count(1):
         now = g.clock.time_ms()
-        looked: list[tuple[GroupView, Health]] = []
-        for name in wanted:
-            try:
-                view, health = _look(s, name, now, looks.lag_cap, before.get(name), looks.window_ms)
-            except NotFound:  # gone from the service (expired unused): dropped, from the metrics too
-                console.notice(f"group {name!r} does not exist on stream {s.stream.name!r} (any more): left out")
-                continue
-            assert health is not None  # every group is judged
-            before[name] = view
-            looked.append((view, health))
+        looked = _looks(s, wanted, now, looks, told)
         if metrics.wanted:
             metrics.update_all(s, looked, now)
         shown = [x for x in looked if not only_lagging or _lagging(x[0])]
@@ -64,6 +53,25 @@ def run(
             return looked
         g.clock.sleep(looks.wait_s)
     raise AssertionError("unreachable: the loop returns")  # pragma: no cover
+
+
+def _looks(s: Session, wanted: list[str], now_ms: int, looks: Looks, told: set[str]) -> list[tuple[GroupView, Health]]:
+    """Every group looked at once (each partition read once for all, ops/shared_reach.py), remembered and judged;
+    a group gone from the service (expired unused) is left out, from the metrics too, and said once."""
+    from ocigroup_cli.ops.groups import remember
+    from ocigroup_cli.ops.health import assess
+    from ocigroup_cli.ops.shared_reach import describe_all
+
+    looked = []
+    for name, view in describe_all(s.client, s.stream, wanted, now_ms, looks.lag_cap).items():
+        if view is None:
+            if name not in told:
+                told.add(name)
+                console.notice(f"group {name!r} does not exist on stream {s.stream.name!r} (any more): left out")
+            continue
+        remember(s.stream.id, name, now_ms)
+        looked.append((view, assess(view, s.stream.id, now_ms, looks.window_ms or 600_000)))
+    return looked
 
 
 def _lagging(view: GroupView) -> bool:

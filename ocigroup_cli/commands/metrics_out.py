@@ -87,7 +87,7 @@ class MetricsOut:
         if post:
             from ocigroup_cli.ops.monitoring import Poster
 
-            poster = Poster(s.profile, s.client.clock)
+            poster = Poster(s.profile, s.client.clock, s.client.trace)
         return cls(out == "openmetrics", None if metrics_file is None else Path(metrics_file), target, poster)
 
     def update(self, s: Session, view: GroupView, health: Health, at_ms: int) -> None:

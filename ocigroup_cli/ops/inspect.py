@@ -14,7 +14,7 @@ from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core import balance
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.loss import Loss, resume_at
-from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.core.models import Reservation, StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.ops.reach import Look, Reach, measure
@@ -163,15 +163,20 @@ def describe(
     lag_cap: int = DEFAULT_LAG_CAP,
     hints: dict[int, int] | None = None,
     before: GroupView | None = None,
+    given: tuple[list[Reservation], dict[int, Reach]] | None = None,
 ) -> GroupView:
     """The group now; `hints`: where each partition's newest message was last time (epoch ms); `before`: the last
-    look (a --watch refresh), read on from where it ended."""
+    look (a --watch refresh), read on from where it ended; `given`: the group's reservations and the reaches
+    already measured (ops/shared_reach.py), the other partitions measured here."""
     hints = hints or {}
-    reservations = {r.partition: r for r in client.get_group(stream, group)}
+    found, known = given if given is not None else (client.get_group(stream, group), {})
+    reservations = {r.partition: r for r in found}
     committed_of = {
         p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)
     }
-    reaches = _reaches(client, stream, committed_of, Look(lag_cap, now_ms), hints, before.reaches if before else {})
+    rest = {p: c for p, c in committed_of.items() if p not in known}
+    measured = _reaches(client, stream, rest, Look(lag_cap, now_ms), hints, before.reaches if before else {})
+    reaches = {**known, **measured}
     views = []
     for p in range(stream.partitions):
         r = reservations.get(p)

@@ -7,6 +7,7 @@ What the service refuses in its 200 answer is reported, never dropped silently.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +74,8 @@ def post(client: MonitoringClient, points: list[Point], compartment: str | None,
 class Poster:
     """`inspect --post-metrics`: a Monitoring client for the profile, posting each look's points."""
 
-    def __init__(self, profile: Profile, clock: Clock) -> None:
-        self.client = MonitoringClient(profile, clock)
+    def __init__(self, profile: Profile, clock: Clock, trace: Callable[[str], None] | None = None) -> None:
+        self.client = MonitoringClient(profile, clock, trace=trace)
 
     def post(self, points: list[Point], stream: StreamInfo, at_ms: int) -> Posted:
         compartment = stream.compartment or self.client.profile.settings.stream.compartment
