@@ -156,7 +156,7 @@ def test_a_dead_group_stays_in_the_metrics_with_its_lag_growing_and_stopped(cli,
     seen = []
     for more in range(3):
         sdk.put(sid, [("one-key", f"w{more}-{i}") for i in range(10)])
-        r = cli("-o", "openmetrics", "inspect")
+        r = cli("-o", "openmetrics", "inspect", "--post-metrics")
         assert r.code == 0, r.err
         seen.append(samples(r.out))
         clock.advance_ms(15_000)
@@ -168,6 +168,9 @@ def test_a_dead_group_stays_in_the_metrics_with_its_lag_growing_and_stopped(cli,
     assert not any(name == "ocigroup_consumergroup_partition_owner" for name, _ in seen[-1])  # nobody holds it
     verdict = json.loads(cli("-o", "json", "inspect", "--health").out)["health"]["verdict"]
     assert verdict == "STOPPED"
+    posted = [m for m in sdk.server.httpd.api.telemetry.all() if m["name"] in ("group_lag", "group_health_severity")]
+    values = {(m["name"], m["datapoints"][0]["value"]) for m in posted}  # OCI Monitoring got the same
+    assert {("group_lag", 30.0), ("group_lag", 40.0), ("group_lag", 50.0), ("group_health_severity", 3.0)} <= values
 
 
 def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path):
