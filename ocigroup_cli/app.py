@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from ocigroup_cli import console
 from ocigroup_cli.commands import cursor, emulator, export, groups, inspect, profile, publish, reset, streams, tail
 from ocigroup_cli.commands.common import Globals, stream_choice
 from ocigroup_cli.core.clock import Clock, SystemClock
+from ocigroup_cli.delivery import failure
 from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone
 from ocigroup_cli.paths import state_dir
 
@@ -161,10 +163,39 @@ def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.INTERRUPTED
+    except OSError as exc:
+        if not _writing_help(exc):
+            return _internal(exc)
+        failed = failure(exc)
+        _drop_stdout()  # what click left in stdout's buffer would fail again at exit
+        if isinstance(failed, ReaderGone):
+            return ExitCode.INTERRUPTED
+        console.error(failed.message, failed.hint)
+        return failed.exit_code
     except Exception as exc:  # noqa: BLE001 - this is the boundary
-        where = _crash_log()
-        console.error(f"internal error: {type(exc).__name__}: {exc}", f"this is a bug; details are in {where}")
-        return ExitCode.INTERNAL
+        return _internal(exc)
+
+
+def _internal(exc: Exception) -> int:
+    """A bug: one line, and the details in the crash log."""
+    where = _crash_log()
+    console.error(f"internal error: {type(exc).__name__}: {exc}", f"this is a bug; details are in {where}")
+    return ExitCode.INTERNAL
+
+
+def _drop_stdout() -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _writing_help(exc: OSError) -> bool:
+    """Whether the error met click writing its own output (--help, a usage text) to a full or closed stdout."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and any(f.filename.endswith(("click/utils.py", "click/_compat.py")) for f in frames[-3:])
 
 
 def main() -> None:

@@ -264,3 +264,16 @@ def test_sigterm_says_exactly_what_was_delivered_and_committed(backlog, tmp_path
     assert 0 < delivered <= len(received)
     committed = backlog.assert_committed_only_received(group, received)
     assert sum(1 for p, o in received if o <= committed.get(p, -1)) == delivered
+
+
+@pytest.mark.parametrize("args", [["--help"], ["inspect", "--help"], ["--version"]])
+def test_help_to_a_full_disk_is_one_line_not_a_crash(args, tmp_path):
+    """click writes help itself (and --version goes through its exit): a full stdout is the environment's, exit 1."""
+    from tests.helpers import cli as proc
+
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([proc.exe(), *args], stdout=full, stderr=subprocess.PIPE, timeout=30,
+                              env=proc.clean_env(tmp_path / "state"))  # fmt: skip
+    err = done.stderr.decode()
+    assert done.returncode == 1 and err.startswith("error: cannot write to stdout: No space left on device."), err
+    assert len(err.strip().splitlines()) == 2 and not (tmp_path / "state" / "crash.log").exists()
