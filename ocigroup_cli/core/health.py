@@ -9,10 +9,13 @@ Rules, applied to one partition's samples inside the window (the newest sample i
   been seen between samples; what was not sampled is not claimed).
 - STALLED (ERROR): messages wait, an instance holds the partition, and its committed offset has not moved over
   the window.
-- REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say).
+- REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say; to
+  nothing committed, a reset to before the oldest message, included).
 - LAGGING (WARN): the committed offset moves, but the lag grew from every sample to the next over three samples
   or more, and is larger at the end than at the start. Past the cap, the lag compared is its upper bound (from
   the newest offset); a capped lag without one is a lower bound only, and two of those are not "growth".
+- UNKNOWN, where messages wait and nobody holds the partition in the last sample only (a handover caught
+  half-way, or the first sample of a consumer gone: the next sample tells).
 - OK: anything else, including an idle partition (nothing waiting) with or without an owner.
 - UNKNOWN (between OK and WARN): messages wait, and the window holds fewer than two samples at least
   `min_span_ms` apart (MIN_SPAN_MS by default): nothing can be judged yet. Nothing waiting is OK at once.
@@ -95,9 +98,9 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
             f"{human_duration(min_span_ms / 1000)} apart are needed; each inspect adds one)",
         )
     first, took = window[0], human_duration(span / 1000)
-    unowned = _unowned_run(window)
+    unowned = _unowned_run(window, min_span_ms)
     if now.lag > 0 and unowned:
-        run = _unowned_run(history)  # the whole history says how long, the window whether
+        run = _unowned_run(history, min_span_ms)  # the whole history says how long, the window whether
         seen = human_duration((now.at_ms - run[-1].at_ms) / 1000)
         return Verdict(
             partition,
@@ -113,20 +116,22 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
             f"committed offset {first.committed} has not moved for {took} while {_waiting(now)} wait",
         )
     for before, after in itertools.pairwise(window):
-        if before.committed is not None and after.committed is not None and after.committed < before.committed:
-            return Verdict(
-                partition, "REWOUND", f"committed offset went back from {before.committed} to {after.committed}"
-            )
+        if before.committed is not None and (after.committed is None or after.committed < before.committed):
+            to = "nothing committed" if after.committed is None else str(after.committed)
+            return Verdict(partition, "REWOUND", f"committed offset went back from {before.committed} to {to}")
+    if now.lag > 0 and now.owner is None:  # released in the last sample: a handover, or a consumer gone
+        return Verdict(partition, "UNKNOWN", f"{_waiting(now)} waiting and nobody holds it in the last sample; the "
+                       "next one tells a handover from a consumer gone")  # fmt: skip
     if now.committed != first.committed and len(window) >= LAGGING_SAMPLES and _growing(window):
         return Verdict(partition, "LAGGING", f"lag grew from {_waiting(first)} to {_waiting(now)} in {took}")
     return Verdict(partition, "OK", f"{_waiting(now)} waiting")
 
 
-def _unowned_run(samples: Sequence[Sample]) -> list[Sample]:
+def _unowned_run(samples: Sequence[Sample], min_span_ms: int) -> list[Sample]:
     """The run of samples without an owner that ends the history, newest first, if it holds two samples or more
-    over some time (one sample without an owner may be a handover caught half-way); else empty."""
+    at least `min_span_ms` apart (one sample without an owner may be a handover caught half-way); else empty."""
     run = list(itertools.takewhile(lambda s: s.owner is None, reversed(samples)))
-    if len(run) < 2 or run[0].at_ms <= run[-1].at_ms:
+    if len(run) < 2 or run[0].at_ms - run[-1].at_ms < max(min_span_ms, 1):
         return []
     return run
 

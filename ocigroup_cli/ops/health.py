@@ -130,7 +130,7 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
         unpaced += pace is None and p.lag_messages > 0
         if pace is not None:
             catchups[p.partition] = pace
-            if pace.lag > 0:  # with nothing waiting, a pace says nothing worth reading
+            if pace.lag > 0 and (pace.consume_rate or pace.produce_rate):  # all still: no pace worth telling
                 verdict = replace(verdict, reason=f"{verdict.reason}; {pace.text()}")
         verdicts.append(verdict)
     inside = sum(1 for row in rows if row["at_ms"] >= at_ms - window_ms)
