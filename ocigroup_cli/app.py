@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,6 +17,21 @@ from ocigroup_cli.delivery import failure
 from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone
 from ocigroup_cli.paths import state_dir
 
+
+def _keep_flags_whole() -> None:
+    """Help text wraps between words only: click's wrapper also breaks after a hyphen, which cut '--from-plan'
+    into '--from-' / 'plan' at 80 columns (a flag a person copies). click builds its wrapper from this class at
+    each call, so a subclass with break_on_hyphens=False is all it takes."""
+    import typer._click._textwrap as textwrap_of_click
+
+    class Whole(textwrap_of_click.TextWrapper):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "break_on_hyphens": False})
+
+    textwrap_of_click.TextWrapper = Whole  # type: ignore[misc]
+
+
+_keep_flags_whole()
 app = typer.Typer(
     name="ocigroup",
     help="Operate OCI Streaming consumer groups: cursors, tail, inspect, reset, audit export; "

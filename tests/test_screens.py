@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from pathlib import Path
 
@@ -370,3 +371,11 @@ def test_many_published_messages_are_summed_up_per_partition_on_a_terminal(term,
     assert "200 messages (-o json lists each)" in screen.text and "FIRST OFFSET" in screen.text
     assert len([line for line in screen.lines if line]) < 10, screen.text
     assert "published 200 message(s) to orders (partition " in screen.text
+
+
+@pytest.mark.parametrize("command", ["reset", "inspect", "tail", "export", "cursor create"])
+def test_help_never_breaks_a_flag_at_80_columns(command, tmp_path):
+    screen = proc.on_pty([*command.split(), "--help"], proc.clean_env(tmp_path / "state"), columns=80, rows=200)
+    assert screen.code == 0, screen.text
+    broken = [line for line in screen.lines if re.search(r"--[\w-]*[a-z]-$", line)]
+    assert not broken, "\n".join(broken)
