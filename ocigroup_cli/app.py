@@ -133,15 +133,21 @@ HABITS = {
     "No such command 'lag'": "ocigroup inspect GROUP (add --health for a verdict)",
     "No such command 'seek'": "plan a new position, then apply it: ocigroup reset GROUP --to TIME",
     "No such command 'delete'": "OCI has no DeleteGroup: a group unused for its stream's retention goes by itself",
-    "No such option: --group": "the group is an argument, not an option: e.g. ocigroup inspect billing",
+    "No such option: --group": "the group is an argument, not an option: e.g. {command} billing",
     "No such option: --topic": "the stream is --stream NAME|OCID (a global option, before the command)",
     "No such option: --reset-offsets": "ocigroup reset GROUP --to earliest|latest|TIME (a plan first)",
+    "No such option: --to-earliest": "--to earliest (or latest, or a time)",
+    "No such option: --to-latest": "--to latest (or earliest, or a time)",
+    "No such option: --to-datetime": "--to TIME (RFC 3339, a date, epoch, or '15m ago')",
+    "No such option: --from-beginning": "--from earliest (where a new group starts)",
 }
 
 
-def _habit(message: str) -> str | None:
-    """The hint for a word another tool uses, if `message` is the parser refusing one."""
-    return next((hint for key, hint in HABITS.items() if message.startswith(key)), None)
+def _habit(message: str, command: str) -> str | None:
+    """The hint for a word another tool uses, if `message` is the parser refusing one (`command`: the command
+    being parsed, as the hint's example)."""
+    hint = next((hint for key, hint in HABITS.items() if message.startswith(key)), None)
+    return None if hint is None else hint.replace("{command}", command)
 
 
 def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object = None) -> int:
@@ -171,7 +177,8 @@ def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object
         if "\n" in message:  # a command given without arguments: its help is the answer
             exc.show()  # type: ignore[attr-defined]
         else:  # one line, like every other error, and where to look
-            hint = _habit(message) or (f"see '{ctx.command_path} --help'" if ctx is not None else None)
+            path = ctx.command_path if ctx is not None else "ocigroup"
+            hint = _habit(message, path) or (f"see '{path} --help'" if ctx is not None else None)
             console.error(message, hint)
         return int(getattr(exc, "exit_code", ExitCode.USAGE))
     except KeyboardInterrupt:

@@ -140,9 +140,11 @@ def interrupted(message: str) -> None:
 
 
 def warn(message: str) -> None:
+    """A warning on stderr; none with -q (a cron line mails what it prints: errors only)."""
     with STATUS.lock:
         STATUS.clear()
-        _to_stderr(lambda: err().print(f"warning: {message}", style="yellow", markup=False))
+        if not QUIET:
+            _to_stderr(lambda: err().print(f"warning: {message}", style="yellow", markup=False))
 
 
 def error(message: str, hint: str | None = None) -> None:

@@ -577,6 +577,8 @@ SUBPROCESS_CASES = [
         ("No such command 'describe'", "hint: the group's owners", "ocigroup inspect GROUP"),
     ),
     (["inspect", "--group", "billing"], None, ("an argument, not an option: e.g. ocigroup inspect billing",)),
+    (["tail", "--group", "billing"], None, ("an argument, not an option: e.g. ocigroup tail billing",)),
+    (["reset", "billing", "--to-earliest"], None, ("hint: --to earliest",)),
 ]
 
 

@@ -258,7 +258,7 @@ def test_sigterm_says_exactly_what_was_delivered_and_committed(backlog, tmp_path
     os.close(fd)
     code, err = wait_exit(proc)
     assert code == 130, err
-    delivered = int(err.split("interrupted: ")[1].split(" message(s) delivered")[0])
+    delivered = int(err.split("interrupted: ")[1].split(" message(s) delivered")[0].replace(",", ""))
     assert "and committed" in err and "not fully delivered stay uncommitted" in err, err
     received = backlog.received(complete_lines(bytes(got)), "json")
     assert 0 < delivered <= len(received)
@@ -277,3 +277,18 @@ def test_help_to_a_full_disk_is_one_line_not_a_crash(args, tmp_path):
     err = done.stderr.decode()
     assert done.returncode == 1 and err.startswith("error: cannot write to stdout: No space left on device."), err
     assert len(err.strip().splitlines()) == 2 and not (tmp_path / "state" / "crash.log").exists()
+
+
+def test_publish_into_a_pipe_its_reader_closes_early_is_a_success(backlog, tmp_path):
+    """`seq 3000 | ocigroup publish | head -1`: every message is stored; the reader took what it wanted, so
+    ocigroup's own exit (bash's PIPESTATUS) is 0, and it says what it stored."""
+    from tests.helpers import cli as proc
+
+    sid = backlog.sdk.stream(partitions=2, name="pipe")  # not the backlog's stream, which other tests count
+    lines = "".join(f"closed-pipe-{i}\n" for i in range(3000)).encode()
+    shell = f"{proc.exe()} --config {backlog.config} --stream pipe publish | head -1; exit ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", shell], input=lines, capture_output=True, timeout=120,
+                          env=proc.clean_env(tmp_path / "state"))  # fmt: skip
+    assert done.returncode == 0 and done.stdout.count(b"\n") == 1, done.stderr.decode()
+    assert done.stderr.startswith(b"published 3,000 message(s) to pipe") and b"interrupted" not in done.stderr
+    assert sum(len(backlog.sdk.read_all(sid, p)) for p in range(2)) == 3000

@@ -215,7 +215,8 @@ def _print(
         if health is not None:
             doc = {**doc, "health": health.verdict, "catchup_eta_s": health.to_json()["catchup_eta_s"]}
         line = summary(view) + ("" if health is None else f", health {health.verdict}{_pace(health)}")
-        console.emit({"event": "snapshot", **doc} if watch else doc, out, lambda: line, one_line=watch)
+        # a summary is one line in JSON too: `>> file.ndjson` from cron appends one object a run
+        console.emit({"event": "snapshot", **doc} if watch else doc, out, lambda: line, one_line=True)
         return
     doc = view.to_json() if health is None else {**view.to_json(), "health": health.to_json()}
     if watch and out != "table":

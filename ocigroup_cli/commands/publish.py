@@ -13,7 +13,7 @@ import typer
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session
 from ocigroup_cli.delivery import Delivery
-from ocigroup_cli.errors import Interrupted, OutputFailed, TransientError, UsageError
+from ocigroup_cli.errors import Interrupted, OutputFailed, ReaderGone, TransientError, UsageError
 
 ENCODINGS = ("utf8", "base64", "hex")
 
@@ -125,6 +125,8 @@ def publish(
     data = [{"partition": r.partition, "offset": r.offset, "error": r.error} for r in results]
     try:
         console.emit(data, fmt(ctx, output), lambda: _table(data))
+    except ReaderGone:  # `publish | head -1`: the reader took what it wanted, and every message is stored
+        pass
     except OutputFailed as exc:  # say what happened: publishing again would store every message twice
         exc.message = (
             f"{len(results) - len(failed)} message(s) were published, but their offsets could not be written "

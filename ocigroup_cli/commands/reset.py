@@ -179,7 +179,8 @@ def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool, a
             console.warn(f"--execute would be refused: live instances ({expiry}); {LIVE_HINT}.")
         return False
     if the_plan.live_instances and not force:
-        console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
+        if out == "table":  # a person sees what was refused; a script's stdout gets no plan it could take for a result
+            console.out().print(_table(the_plan))
         raise OcigroupError(f"group {name!r} has live instances ({expiry}): a reset moves them too.", LIVE_HINT)
     if yes:
         return True

@@ -63,11 +63,11 @@ def _stopped(cause: str, stats: TailStats | None) -> Interrupted:
 
 
 def _delivered(stats: TailStats) -> str:
-    text = f"{stats.written} message(s) delivered"
+    text = f"{stats.written:,} message(s) delivered"
     failed = " (the last batch's commit failed: it will be read again)"
     text += failed if stats.final_commit_failed else " and committed"
     if stats.in_flight:
-        text += f"; {stats.in_flight} not fully delivered stay uncommitted and will be read again"
+        text += f"; {stats.in_flight:,} not fully delivered stay uncommitted and will be read again"
     return text + "".join(f"; {move}" for move in stats.moves)
 
 
@@ -148,7 +148,9 @@ def tail(
     try:
         if peek_:
             with named(s.stream, name, list(profile.file_groups)):
-                peek(s.client, s.stream, name, sink, max_messages, partition, offset)
+                if not peek(s.client, s.stream, name, sink, max_messages, partition, offset):
+                    where = "" if partition is None else f" in partition {partition}"
+                    console.notice(f"nothing to read{where} after {'offset' if offset is not None else 'the commit'}")
             return
         limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
         with _instance(s, g, profile, name, start, sink, join_live, create, limits) as member:
@@ -231,6 +233,11 @@ def _creating(stream_id: str, group: str, start: Position, named: list[str], cre
 
     close = close_to(stream_id, group, named)
     typo = f" Did you mean {close!r}?" if close else ""
+    if close and not create and not console.is_tty(sys.stdin):  # a typo in a script must not become a group
+        raise UsageError(
+            f"group {group!r} does not exist, and {close!r} does: not creating {group!r} without a question.",
+            f"check the name, or pass --create to create {group!r} anyway",
+        )
     if create or not console.is_tty(sys.stdin):
         console.notice(f"group {group!r} does not exist yet: tail creates it, starting at {start.describe()}.{typo}")
         return

@@ -151,3 +151,26 @@ def test_the_catch_up_eta_is_in_the_reason_the_summary_and_json(cli, sdk, clock)
     stalled = json.loads(cli("inspect", "--health", "--health-window", "25s", "-o", "json").out)["health"]
     assert stalled["catchup_eta_s"] is None
     assert any("falling behind by 2 msg/s" in p["reason"] for p in stalled["partitions"]), stalled
+
+
+def test_a_quiet_cron_summary_appends_one_json_line_a_run_and_mails_nothing(api_key, tmp_path):
+    """`-q inspect --summary -o json >> file.ndjson`: one object per line, and no warning (nobody holds the
+    partitions) for cron to mail; exit 5 with its one-line reason once the threshold is crossed."""
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=2, name="orders")
+        sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(20)])
+        sdk.group_cursor(sid, "billing", "gone", timeout_in_ms=1000)
+        time.sleep(1.2)
+        config = write_config(tmp_path, api_key, sdk.url)
+        env = proc.clean_env(tmp_path / "state")
+        args = ["--config", config, "-q", "inspect", "billing", "--summary", "-o", "json"]
+        runs = [proc.run(args, env) for _ in range(2)]
+        assert [(r.returncode, r.stderr) for r in runs] == [(0, b""), (0, b"")]
+        lines = b"".join(r.stdout for r in runs).decode().splitlines()
+        assert len(lines) == 2 and all(json.loads(line)["group"] == "billing" for line in lines)
+        over = proc.run([*args, "--fail-on-lag", "5"], env)
+        assert over.returncode == 5 and len(over.stderr.decode().strip().splitlines()) == 1, over.stderr.decode()
+    finally:
+        server.stop()

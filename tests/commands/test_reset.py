@@ -88,8 +88,9 @@ def test_reset_to_a_time_and_by_duration_skip_counts(cli, sdk, clock):
 def test_live_instances_block_execute_unless_forced(cli, sdk):
     sid = stream_id(sdk)
     sdk.group_cursor(sid, "billing", "busy")
-    r = cli("reset", "--to", "latest", "--execute", "--yes")
+    r = cli("reset", "--to", "latest", "--execute", "--yes", "-o", "json")
     assert r.code == 1 and "live instances (busy expires in 30s)" in r.err and "--force" in r.err
+    assert r.out == ""  # no plan on stdout that a script could take for the result of a reset
     assert "stop them first" in r.err and "wait for them to expire" not in r.err  # heartbeats never expire
     dry = cli("reset", "--to", "latest")
     assert dry.code == 0 and "--execute would be refused: live instances (busy expires in" in dry.err
