@@ -379,3 +379,17 @@ def test_help_never_breaks_a_flag_at_80_columns(command, tmp_path):
     assert screen.code == 0, screen.text
     broken = [line for line in screen.lines if re.search(r"--[\w-]*[a-z]-$", line)]
     assert not broken, "\n".join(broken)
+
+
+def test_the_inspect_table_s_summary_wraps_between_words_at_80_columns(term, sdk):
+    sid, config, env = term
+    sdk.put(sid, [("k", "v")])
+    sdk.group_cursor(sid, "billing", "a")
+    screen = proc.on_pty(["--config", config, "inspect"], env, columns=80, rows=40)
+    assert screen.code == 0, screen.text
+    head = screen.lines[: next(i for i, line in enumerate(screen.lines) if line.startswith("PARTITION"))]
+    assert head[0].startswith("group billing on orders:") and len(head) >= 2, screen.text
+    said = " ".join(head)  # as a person reads it: a word cut at the edge would read as two
+    assert re.search(r"\(at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\)$", said), said
+    assert re.search(r"total lag [\d,]+, max time lag", said), said
+    assert all(len(line) <= 80 and not line.startswith(" ") for line in head)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -93,11 +94,18 @@ def _balance_warnings(view: GroupView, options: str) -> None:
 
 
 def _render(view: GroupView, health: Health | None) -> object:
-    if health is None:
-        return _table(view)
+    """The summary above the table as a line of its own, wrapped between words to the terminal (a table's title
+    is not wrapped on a console that soft-wraps, and the terminal then cut it mid-word), then the table."""
     from rich.console import Group
+    from rich.text import Text
 
-    return Group(_table(view), _health_table(health))
+    table = _table(view)
+    table.title = None
+    line = summary(view)
+    screen = console.out()  # a dumb terminal is drawn at its own width: nothing to wrap for it
+    wrap = console.is_tty(sys.stdout) and not screen.is_dumb_terminal
+    head = Text(console.prose(line, screen.width) if wrap else line, style="italic")
+    return Group(head, table) if health is None else Group(head, table, _health_table(health))
 
 
 def _pace(health: Health) -> str:

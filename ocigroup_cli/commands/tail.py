@@ -233,11 +233,6 @@ def _creating(stream_id: str, group: str, start: Position, named: list[str], cre
 
     close = close_to(stream_id, group, named)
     typo = f" Did you mean {close!r}?" if close else ""
-    if close and not create and not console.is_tty(sys.stdin):  # a typo in a script must not become a group
-        raise UsageError(
-            f"group {group!r} does not exist, and {close!r} does: not creating {group!r} without a question.",
-            f"check the name, or pass --create to create {group!r} anyway",
-        )
     if create or not console.is_tty(sys.stdin):
         console.notice(f"group {group!r} does not exist yet: tail creates it, starting at {start.describe()}.{typo}")
         return
