@@ -393,3 +393,13 @@ def test_the_inspect_table_s_summary_wraps_between_words_at_80_columns(term, sdk
     assert re.search(r"\(at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\)$", said), said
     assert re.search(r"total lag [\d,]+, max time lag", said), said
     assert all(len(line) <= 80 and not line.startswith(" ") for line in head)
+
+
+def test_all_groups_watch_is_redrawn_in_place_on_a_terminal(term, sdk):
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "a")
+    args = ["--config", config, "inspect", "--all-groups", "--watch", "--iterations", "3", "--interval", "0.2s"]
+    screen = proc.on_pty(args, env, columns=80, rows=40)
+    assert screen.code == 0, screen.text
+    assert sum("group(s) on orders" in line for line in screen.lines) == 1, screen.text  # one table, redrawn
+    assert any(line.startswith("billing ") for line in screen.lines)

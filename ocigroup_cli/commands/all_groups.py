@@ -4,6 +4,7 @@ cannot list a stream's groups). The --fail-on-* thresholds and the metrics optio
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,8 @@ from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.errors import ThresholdExceeded
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from ocigroup_cli.commands.common import Globals
     from ocigroup_cli.commands.inspect import Looks
     from ocigroup_cli.commands.metrics_out import MetricsOut
@@ -37,21 +40,30 @@ def names(s: Session) -> list[str]:
 def run(
     s: Session, g: Globals, looks: Looks, metrics: MetricsOut, only_lagging: bool
 ) -> list[tuple[GroupView, Health]]:
-    """Look at every group (each refresh, with --watch); the last looks, for the thresholds."""
+    """Look at every group (each refresh, with --watch: redrawn in place on a terminal); the last looks, for the
+    thresholds."""
+    from ocigroup_cli.commands.inspect import _live
+
     wanted = names(s)
     if not wanted:
         console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
     told: set[str] = set()
-    for turn in itertools.count(1):
-        now = g.clock.time_ms()
-        looked = _looks(s, wanted, now, looks, told)
-        if metrics.wanted:
-            metrics.update_all(s, looked, now)
-        shown = [x for x in looked if not only_lagging or _lagging(x[0])]
-        _print(shown, looks.out, looks.watch, s.stream.name)
-        if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
-            return looked
-        g.clock.sleep(looks.wait_s)
+    screen = console.out()
+    in_place = looks.watch and looks.out == "table" and screen.is_terminal and not screen.is_dumb_terminal
+    with _live() if in_place else contextlib.nullcontext() as live:
+        for turn in itertools.count(1):
+            now = g.clock.time_ms()
+            looked = _looks(s, wanted, now, looks, told)
+            if metrics.wanted:
+                metrics.update_all(s, looked, now)
+            shown = [x for x in looked if not only_lagging or _lagging(x[0])]
+            if live is not None:
+                live.update(_table(shown, s.stream.name), refresh=True)
+            else:
+                _print(shown, looks.out, looks.watch, s.stream.name)
+            if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
+                return looked
+            g.clock.sleep(looks.wait_s)
     raise AssertionError("unreachable: the loop returns")  # pragma: no cover
 
 
@@ -83,18 +95,22 @@ def row(view: GroupView, health: Health) -> dict[str, Any]:
             "pace": health.catchup_text()}  # fmt: skip
 
 
-def _print(looked: list[tuple[GroupView, Health]], out: str, watch: bool, stream: str) -> None:
+def _table(looked: list[tuple[GroupView, Health]], stream: str) -> Table:
     rows = [row(v, h) for v, h in looked]
     table = [
         [r["group"], r["state"], r["members"], lag_text(r["lag_messages"], r["lag_capped"], r["lag_at_most"]),
          human_duration(r["max_time_lag_s"]), r["health"], r["pace"] or ""]
         for r in rows
     ]  # fmt: skip
+    return console.table(COLUMNS, table, title=f"{len(rows)} group(s) on {stream}")
+
+
+def _print(looked: list[tuple[GroupView, Health]], out: str, watch: bool, stream: str) -> None:
     if out == "openmetrics":
         return
+    rows = [row(v, h) for v, h in looked]
     doc: Any = {"event": "snapshot", "stream": stream, "groups": rows} if watch else rows
-    console.emit(doc, out, lambda: console.table(COLUMNS, table, title=f"{len(rows)} group(s) on {stream}"),
-                 one_line=watch)  # fmt: skip
+    console.emit(doc, out, lambda: _table(looked, stream), one_line=watch)
 
 
 def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, many: bool) -> None:
