@@ -63,6 +63,11 @@ def out() -> Console:
     return _out
 
 
+def redraws() -> bool:
+    """Whether stdout is a terminal that can be drawn on in place (and so at a width of its own), not a dumb one."""
+    return out().is_terminal and not out().is_dumb_terminal
+
+
 def screen() -> Console:
     """stdout for a screen redrawn in place (Rich Live): long lines wrap there, rather than being cropped."""
     return _console(stderr=False, soft_wrap=False)

@@ -48,8 +48,7 @@ def run(
     if not wanted:
         console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
     told: set[str] = set()
-    screen = console.out()
-    in_place = looks.watch and looks.out == "table" and screen.is_terminal and not screen.is_dumb_terminal
+    in_place = looks.watch and looks.out == "table" and console.redraws()
     with _live() if in_place else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()

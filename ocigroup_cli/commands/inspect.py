@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -70,7 +69,7 @@ def _table(view: GroupView) -> Table:
         ]
         for p in view.partitions
     ]
-    return console.table(COLUMNS, rows, title=summary(view))
+    return console.table(COLUMNS, rows)
 
 
 def _balance_warnings(view: GroupView, options: str) -> None:
@@ -99,13 +98,9 @@ def _render(view: GroupView, health: Health | None) -> object:
     from rich.console import Group
     from rich.text import Text
 
-    table = _table(view)
-    table.title = None
-    line = summary(view)
-    screen = console.out()  # a dumb terminal is drawn at its own width: nothing to wrap for it
-    wrap = console.is_tty(sys.stdout) and not screen.is_dumb_terminal
-    head = Text(console.prose(line, screen.width) if wrap else line, style="italic")
-    return Group(head, table) if health is None else Group(head, table, _health_table(health))
+    line = summary(view)  # a dumb terminal is drawn at its own width: nothing to wrap for it
+    head = Text(console.prose(line, console.out().width) if console.redraws() else line, style="italic")
+    return Group(head, _table(view)) if health is None else Group(head, _table(view), _health_table(health))
 
 
 def _pace(health: Health) -> str:
@@ -199,7 +194,7 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
 
     parts: list[Any] = [Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
     parts += [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {e.text}") for e in events] or [Text("no events yet")]
-    parts += [Text(""), _members(members), Text(""), _table(view)]
+    parts += [Text(""), _members(members), Text(""), Text(summary(view), style="italic"), _table(view)]
     if health is not None:
         parts += [Text(""), _health_table(health)]
     # a last, empty line: tables fill the width, and a ^C the terminal echoes after a full line would wrap it,
@@ -376,9 +371,8 @@ def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[Gro
     tracker = Watch()
     shown: list[Event] = []
     view: GroupView | None = None
-    screen = console.out()  # a dumb terminal cannot redraw in place: it gets every refresh appended
-    table = looks.out == "table" and not looks.brief
-    on_screen = looks.watch and table and screen.is_terminal and not screen.is_dumb_terminal
+    # a dumb terminal cannot redraw in place: it gets every refresh appended
+    on_screen = looks.watch and looks.out == "table" and not looks.brief and console.redraws()
     with _live() if on_screen else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
