@@ -22,6 +22,7 @@ from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.live import Live
     from rich.table import Table
 
 _err: Console | None = None
@@ -61,6 +62,13 @@ def out() -> Console:
     if _out is None:
         _out = _console(stderr=False)
     return _out
+
+
+def live() -> Live:
+    """A screen redrawn in place (a watch), refreshed only when told."""
+    from rich.live import Live
+
+    return Live(console=screen(), auto_refresh=False, redirect_stdout=False, redirect_stderr=False)
 
 
 def redraws() -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli import console
@@ -18,11 +19,25 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from ocigroup_cli.commands.common import Globals
-    from ocigroup_cli.commands.inspect import Looks
     from ocigroup_cli.commands.metrics_out import MetricsOut
     from ocigroup_cli.ops.health import Health
     from ocigroup_cli.ops.inspect import GroupView
     from ocigroup_cli.ops.session import Session
+
+
+@dataclass(frozen=True)
+class Looks:
+    """What each refresh of `inspect` does, for one group or all of them."""
+
+    group: str  # "" with --all-groups
+    out: str
+    watch: bool
+    brief: bool
+    lag_cap: int
+    window_ms: int | None  # judge health over this window; None: no verdict
+    wait_s: float
+    iterations: int | None
+
 
 COLUMNS = ["GROUP", "STATE", "MEMBERS", "LAG", "MAX TIME-LAG", "HEALTH", "PACE"]
 
@@ -42,14 +57,12 @@ def run(
 ) -> list[tuple[GroupView, Health]]:
     """Look at every group (each refresh, with --watch: redrawn in place on a terminal); the last looks, for the
     thresholds."""
-    from ocigroup_cli.commands.inspect import _live
-
     wanted = names(s)
     if not wanted:
         console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
     told: set[str] = set()
     in_place = looks.watch and looks.out == "table" and console.redraws()
-    with _live() if in_place else contextlib.nullcontext() as live:
+    with console.live() if in_place else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
             looked = _looks(s, wanted, now, looks, told)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands import all_groups as every
+from ocigroup_cli.commands.all_groups import Looks
 from ocigroup_cli.commands.common import fmt, globals_of, load_profile, session
 from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, PostMetricsOpt, ServeMetricsOpt
 from ocigroup_cli.core.health import SEVERITIES, fails
@@ -22,7 +22,6 @@ from ocigroup_cli.errors import OcigroupError, ThresholdExceeded, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Group
-    from rich.live import Live
     from rich.table import Table
 
     from ocigroup_cli.commands.common import Globals
@@ -167,12 +166,6 @@ def _held(view: GroupView) -> list[Held]:
     ]
 
 
-def _live() -> Live:
-    from rich.live import Live
-
-    return Live(console=console.screen(), auto_refresh=False, redirect_stdout=False, redirect_stderr=False)
-
-
 def _members(members: list[Member]) -> Table:
     rows = [
         [
@@ -297,20 +290,6 @@ FailOnHealth = Annotated[
 ]
 
 
-@dataclass(frozen=True)
-class Looks:
-    """What each refresh of `inspect` does."""
-
-    group: str
-    out: str
-    watch: bool
-    brief: bool
-    lag_cap: int
-    window_ms: int | None  # judge health over this window; None: no verdict
-    wait_s: float
-    iterations: int | None
-
-
 def inspect(
     ctx: typer.Context,
     group: GroupArg = None,
@@ -373,7 +352,7 @@ def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[Gro
     view: GroupView | None = None
     # a dumb terminal cannot redraw in place: it gets every refresh appended
     on_screen = looks.watch and looks.out == "table" and not looks.brief and console.redraws()
-    with _live() if on_screen else contextlib.nullcontext() as live:
+    with console.live() if on_screen else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
             view, verdict = _look(s, looks.group, now, looks.lag_cap, view, looks.window_ms)
