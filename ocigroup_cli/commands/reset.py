@@ -141,12 +141,11 @@ def _new_plan(s: Session, profile: Profile, target: Position, now_ms: int) -> Pl
 def _from_file(s: Session, path: Path, group: str | None, now_ms: int) -> Plan:
     from ocigroup_cli.ops import saved_plan
 
-    doc = saved_plan.read(path)
-    saved = saved_plan.from_document(doc, path)
-    if group is not None and group != saved.group:
-        raise UsageError(f"--from-plan {path} is a plan for group {saved.group!r}, not {group!r}.",
+    saved = saved_plan.from_document(saved_plan.read(path), path)
+    if group is not None and group != saved.plan.group:
+        raise UsageError(f"--from-plan {path} is a plan for group {saved.plan.group!r}, not {group!r}.",
                          "drop GROUP, or give the plan made for it")  # fmt: skip
-    return saved_plan.still_holds(s.client, s.stream, doc, saved, now_ms)
+    return saved_plan.still_holds(s.client, s.stream, saved, now_ms)
 
 
 def _save(s: Session, the_plan: Plan, path: Path, now_ms: int, options: str) -> str:

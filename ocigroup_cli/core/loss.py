@@ -14,6 +14,7 @@ after that time. Pure: it is given what the service answered.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import LATEST, Position
@@ -38,6 +39,11 @@ class Loss:
             f"partition {self.partition}: committed offset {self.committed} has left retention; the oldest retained "
             f"is {self.first_retained} ({self.first_retained_time}): up to {n:,} message(s) lost ({span})"
         )
+
+    @classmethod
+    def from_json(cls, partition: int, doc: dict[str, Any]) -> Loss:
+        """What `to_json` wrote (a saved reset plan's); KeyError for a missing field."""
+        return cls(partition, doc["committed_offset"], doc["first_retained_offset"], doc["first_retained_time"])
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -97,10 +97,11 @@ class Telemetry:
         if len({_stream(m) for m in metrics}) > MAX_STREAMS:
             raise invalid(f"A request may post at most {MAX_STREAMS} unique metric streams.")
         now = self.clock.time_ms()
-        failed = [{"metricData": m, "message": why} for m in metrics if (why := _problem(m, now)) is not None]
+        judged = [(m, _problem(m, now)) for m in metrics]
+        failed = [{"metricData": m, "message": why} for m, why in judged if why is not None]
         if failed and atomic == "ATOMIC":
             raise invalid(f"The batch is ATOMIC and {len(failed)} metric(s) are invalid: {failed[0]['message']}")
-        taken = [m for m in metrics if _problem(m, now) is None]
+        taken = [m for m, why in judged if why is None]
         with self.lock:
             self.received = (self.received + taken)[-KEEP:]
         return {"failedMetricsCount": len(failed), "failedMetrics": failed}

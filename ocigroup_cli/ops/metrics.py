@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ocigroup_cli.core.health import VERDICTS
+from ocigroup_cli.core.lag import upper
 from ocigroup_cli.core.metrics import Point
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 from ocigroup_cli.ops.health import Health
@@ -34,7 +35,7 @@ def points(view: GroupView, health: Health) -> list[Point]:
             out.append(Point("catchup_seconds", at, round(pace.eta_s, 1)))
         if p.instance:
             out.append(Point("owner", (*at, ("instance", p.instance)), 1))
-    lags = [p.lag_at_most if p.lag_capped and p.lag_at_most is not None else p.lag_messages for p in view.partitions]
+    lags = [upper(p.lag_messages, p.lag_capped, p.lag_at_most) for p in view.partitions]
     out += [
         Point("group_lag", group, view.total_lag),
         Point("group_max_lag", group, max(lags, default=0)),

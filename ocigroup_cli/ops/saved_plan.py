@@ -10,6 +10,7 @@ showed no longer hold). An owner that went away since is no change: stopping the
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,33 +55,38 @@ def read(path: Path) -> dict[str, Any]:
     return doc
 
 
-def from_document(doc: dict[str, Any], path: Path) -> Plan:
+@dataclass(frozen=True)
+class SavedPlan:
+    plan: Plan
+    stream_id: str  # the stream it was made on
+    made_at: str
+
+
+def from_document(doc: dict[str, Any], path: Path) -> SavedPlan:
+    """The plan a file holds; one line naming the file and the field when one is missing or wrong."""
     try:
         target = Position(str(doc["target"]["kind"]), doc["target"]["time_ms"])
-        parts = [PartitionPlan(**{**p, "lost": _loss(p["partition"], p["lost"])}) for p in doc["partitions"]]
-        return Plan(doc["stream"], doc["group"], target, parts, list(doc["live_instances"]), dict(doc["expires_in_s"]))
+        lost = [Loss.from_json(p["partition"], p["lost"]) if p["lost"] else None for p in doc["partitions"]]
+        parts = [PartitionPlan(**{**p, "lost": x}) for p, x in zip(doc["partitions"], lost, strict=True)]
+        plan = Plan(doc["stream"], doc["group"], target, parts, list(doc["live_instances"]), dict(doc["expires_in_s"]))
+        return SavedPlan(plan, str(doc["stream_id"]), str(doc["made_at"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"--from-plan {path}: a reset plan with a missing or wrong field ({exc}).",
                          "make a new one with reset --save-plan") from None  # fmt: skip
 
 
-def _loss(partition: int, lost: dict[str, Any] | None) -> Loss | None:
-    if not lost:
-        return None
-    return Loss(partition, lost["committed_offset"], lost["first_retained_offset"], lost["first_retained_time"])
-
-
-def still_holds(client: StreamingClient, stream: StreamInfo, doc: dict[str, Any], saved: Plan, now_ms: int) -> Plan:
+def still_holds(client: StreamingClient, stream: StreamInfo, saved: SavedPlan, now_ms: int) -> Plan:
     """The saved plan, with the group's live instances as they are now, once the group is seen unchanged since the
     plan was made; OcigroupError naming every change otherwise."""
-    if doc["stream_id"] != stream.id:
+    plan = saved.plan
+    if saved.stream_id != stream.id:
         raise UsageError(
-            f"the plan is for stream {saved.stream!r} ({doc['stream_id']}), not {stream.name!r} ({stream.id}).",
-            f"pass --stream {doc['stream_id']} (or the profile the plan was made with)",
+            f"the plan is for stream {plan.stream!r} ({saved.stream_id}), not {stream.name!r} ({stream.id}).",
+            f"pass --stream {saved.stream_id} (or the profile the plan was made with)",
         )
-    now = {r.partition: r for r in client.get_group(stream, saved.group)}
+    now = {r.partition: r for r in client.get_group(stream, plan.group)}
     changes = []
-    for p in saved.partitions:
+    for p in plan.partitions:
         r = now.get(p.partition)
         committed = r.committed_offset if r else None
         owner = r.instance if r and r.live(now_ms) else None
@@ -90,10 +96,10 @@ def still_holds(client: StreamingClient, stream: StreamInfo, doc: dict[str, Any]
             changes.append(f"partition {p.partition} now held by {owner} (was {p.instance or 'nobody'})")
     if changes:
         raise OcigroupError(
-            f"the group changed since the plan was made at {doc['made_at']}: {'; '.join(changes)}; nothing changed.",
+            f"the group changed since the plan was made at {saved.made_at}: {'; '.join(changes)}; nothing changed.",
             "make a new plan (reset ... --save-plan FILE) and review it",
         )
-    return Plan(saved.stream, saved.group, saved.target, saved.partitions, *live_instances(now, now_ms))
+    return Plan(plan.stream, plan.group, plan.target, plan.partitions, *live_instances(now, now_ms))
 
 
 def _text(offset: int | None) -> str:

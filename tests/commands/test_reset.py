@@ -187,11 +187,16 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
         assert f"partition 0 committed nothing -> {moved}" in err and len(err.strip().splitlines()) == 2
         assert sdk.group(sid, "billing")[0].committed_offset == moved  # nothing changed
 
+        edited = tmp_path / "edited.plan"  # a plan edited by hand: one line, not an internal error
+        doc = json.loads(plan_file.read_text())
+        del doc["stream_id"]
+        edited.write_text(json.dumps(doc))
         for args, needle in [
             (["--to", "earliest", "--save-plan", str(plan_file), "--execute"], b"--save-plan writes a plan"),
             (["--from-plan", str(plan_file), "--to", "earliest"], b"carries its own target"),
             (["--from-plan", str(tmp_path / "missing.plan")], b"missing.plan"),
             (["--from-plan", config], b"not JSON"),
+            (["--from-plan", str(edited)], b"a reset plan with a missing or wrong field ('stream_id')"),
         ]:
             bad = proc.run(["--config", config, "reset", *args], env)
             assert bad.returncode == 2 and needle in bad.stderr, bad.stderr.decode()
