@@ -182,13 +182,24 @@ def claim(out: Path, interrupt: Callable[[str], None] | None = None) -> Iterator
         yield mine
     finally:
         for directory in (mine.partial, mine.progress):
-            for _ in range(3):  # a task of an interrupted job may still add a file while the tree is removed
-                shutil.rmtree(directory, ignore_errors=True)
-                if not directory.exists():
-                    break
+            _remove_tree(directory)
         mine.lock.unlink(missing_ok=True)
         taking.unlink(missing_ok=True)
         os.close(fd)
+
+
+def _remove_tree(directory: Path) -> None:
+    """Remove `directory` even while a task of an interrupted job still writes into it: renamed first to a hidden
+    name nobody writes to (a task opens files by the old path, which then fails), so no file can appear in the
+    tree while it is removed and leave it behind."""
+    hidden = directory.with_name(f".{directory.name}.removing-{uuid.uuid4().hex[:8]}")
+    try:
+        directory.rename(hidden)
+    except FileNotFoundError:
+        return
+    except OSError:
+        hidden = directory  # cannot rename (another filesystem's rules): remove in place
+    shutil.rmtree(hidden, ignore_errors=True)
 
 
 def _dead_owner(run: Claim) -> str | None:
@@ -229,7 +240,7 @@ def sweep(out: Path, interrupt: Callable[[str], None] | None = None) -> list[Pat
                 interrupt(tag)
         for path in paths:
             if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
+                _remove_tree(path)
                 removed += [path] if path == run.partial else []
             else:
                 path.unlink(missing_ok=True)

@@ -67,3 +67,40 @@ def test_a_run_holds_its_claim_from_before_its_directory_exists_and_removes_all_
         assert job.sweep(tmp_path / "audit") == []  # our own run is alive
         assert mine.partial.exists() and mine.progress.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tree_a_killed_runs_task_still_writes_into_is_removed_all_the_same(tmp_path):
+    """A shared engine's task of a killed export goes on writing for a moment after the sweep asked Spark to stop
+    it: its files (written as the writer does, a temporary name then a rename) must not keep the directory alive."""
+    import contextlib
+    import threading
+    import time
+
+    import pyarrow as pa
+
+    from ocigroup_cli.export.writer import write_slice
+
+    batch = pa.RecordBatch.from_pydict({"v": list(range(50))})
+    for round_ in range(20):
+        partial = _partial(tmp_path, f"killed{round_}", lock=False)
+        stop = threading.Event()
+
+        def task(directory=partial, stop=stop):  # the killed run's task: one file after another until stopped
+            n = 0
+            while not stop.is_set():
+                with contextlib.suppress(OSError):  # its directory went away: the writer fails, as a task does
+                    write_slice([batch] * 4, directory / f"partition-{n:04d}-000.parquet", "parquet")
+                n += 1
+
+        writer = threading.Thread(target=task)
+        writer.start()
+        try:
+            deadline = time.monotonic() + 10
+            while len(list(partial.iterdir())) < 5 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            job.sweep(tmp_path / "audit")
+            time.sleep(0.01)  # the task writes on for a moment
+        finally:
+            stop.set()
+            writer.join()
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], round_
