@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -155,6 +158,31 @@ def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object
 
     Tests may inject a clock, and a Spark session to share between exports."""
     _tolerant_text_streams()
+    with _terminated_as_interrupted():
+        return _run(argv, clock, spark)
+
+
+@contextlib.contextmanager
+def _terminated_as_interrupted() -> Iterator[None]:
+    """SIGTERM (systemd, `kill`, a container stopping) ends a command as Ctrl-C does: its clean-up runs (a scrape
+    port closed, a partial export removed, a tail's last commit) and it exits 130. Commands that stop otherwise
+    (the emulator) install their own handler."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (a test running the CLI in a thread): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: list[str] | None, clock: Clock | None, spark: object) -> int:
     try:
         obj = Globals(clock=clock or SystemClock(), spark=spark)
         code = app(args=argv, prog_name="ocigroup", standalone_mode=False, obj=obj)

@@ -43,6 +43,13 @@ def _namespace(value: Any) -> str | None:
     return None
 
 
+def _resource_group(value: Any) -> str | None:
+    """OCI Monitoring's rule for a resource group (the SDK's MetricDataDetails)."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.$-]*", str(value)):
+        return "a letter, then letters, digits, '.', '_', '-' or '$'"
+    return None
+
+
 def _ocid(kind: str) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         if not isinstance(value, str) or not _OCID.match(value) or not value.startswith(f"ocid1.{kind}."):
@@ -119,7 +126,7 @@ SCHEMA: dict[str, Key] = {
     "metrics.compartment": Key(
         str, None, "compartment of the posted metrics (default: the stream's)", check=_ocid("compartment")
     ),
-    "metrics.resource_group": Key(str, None, "resource group of the posted metrics (optional)"),
+    "metrics.resource_group": Key(str, None, "resource group of the posted metrics (optional)", check=_resource_group),
     "metrics.endpoint": Key(
         str, None, "telemetry-ingestion endpoint (default: the region's, or a loopback endpoint's)"
     ),

@@ -136,10 +136,11 @@ class StatusLine:
 STATUS = StatusLine()
 
 
-def notice(message: str) -> None:
+def notice(message: str, quiet_too: bool = False) -> None:
+    """A line on stderr, none with -q unless `quiet_too` (what a script cannot do without, such as a port chosen)."""
     with STATUS.lock:
         STATUS.clear()
-        if not QUIET:
+        if not QUIET or quiet_too:
             _write_err(message + "\n")
 
 

@@ -64,6 +64,7 @@ def test_local_profile_is_built_in(tmp_path):
         ("profiles: !!python/object/apply:os.system ['true']\n", ["tag"]),
         ("proflies:\n  prod: {}\n", [":1", "did you mean 'profiles'"]),
         ("profiles:\n  prod:\n    group:\n      instance: '{host}'\n", [":4", "template"]),
+        ("profiles:\n  prod:\n    metrics:\n      resource_group: 1 bad/group\n", [":4", "a letter, then"]),
     ],
 )
 def test_bad_files_name_file_line_and_key(tmp_path, text, needles):

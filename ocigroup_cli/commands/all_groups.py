@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ocigroup_cli import console
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
-from ocigroup_cli.errors import ThresholdExceeded
+from ocigroup_cli.errors import OcigroupError, ThresholdExceeded
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -54,9 +54,9 @@ def names(s: Session) -> list[str]:
 
 def run(
     s: Session, g: Globals, looks: Looks, metrics: MetricsOut, only_lagging: bool
-) -> list[tuple[GroupView, Health]]:
+) -> tuple[list[tuple[GroupView, Health]], list[str]]:
     """Look at every group (each refresh, with --watch: redrawn in place on a terminal); the last looks, for the
-    thresholds."""
+    thresholds, and the groups the profile lists that the service does not have."""
     wanted = names(s)
     if not wanted:
         console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
@@ -74,14 +74,16 @@ def run(
             else:
                 _print(shown, looks.out, looks.watch, s.stream.name)
             if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
-                return looked
+                have = {view.group for view, _ in looked}
+                return looked, [name for name in s.profile.settings.groups if name not in have]
             g.clock.sleep(looks.wait_s)
     raise AssertionError("unreachable: the loop returns")  # pragma: no cover
 
 
 def _looks(s: Session, wanted: list[str], now_ms: int, looks: Looks, told: set[str]) -> list[tuple[GroupView, Health]]:
     """Every group looked at once (each partition read once for all, ops/shared_reach.py), remembered and judged;
-    a group gone from the service (expired unused) is left out, from the metrics too, and said once."""
+    a group gone from the service (expired unused) is left out, from the metrics too, and said once (even with -q
+    for a group the profile lists: a misspelt name must not silence a team's alerts)."""
     from ocigroup_cli.ops.groups import remember
     from ocigroup_cli.ops.health import assess
     from ocigroup_cli.ops.shared_reach import describe_all
@@ -91,7 +93,9 @@ def _looks(s: Session, wanted: list[str], now_ms: int, looks: Looks, told: set[s
         if view is None:
             if name not in told:
                 told.add(name)
-                console.notice(f"group {name!r} does not exist on stream {s.stream.name!r} (any more): left out")
+                listed = name in s.profile.settings.groups
+                console.notice(f"group {name!r} does not exist on stream {s.stream.name!r} (any more): left out",
+                               quiet_too=listed)  # fmt: skip
             continue
         remember(s.stream.id, name, now_ms)
         looked.append((view, assess(view, s.stream.id, now_ms, looks.window_ms or 600_000)))
@@ -125,9 +129,12 @@ def _print(looked: list[tuple[GroupView, Health]], out: str, watch: bool, stream
     console.emit(doc, out, lambda: _table(looked, stream), one_line=watch)
 
 
-def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, many: bool) -> None:
+def thresholds(
+    looked: Sequence[tuple[GroupView, Health | None]], check: Any, many: bool, missing: Sequence[str] = ()
+) -> None:
     """Every group's crossing of a --fail-on-* threshold, in one exit 5 (`check` raises for one group); `many`:
-    the groups are named (--all-groups), else the one group's message stands as it is."""
+    the groups are named (--all-groups), else the one group's message stands as it is. `missing`: groups the
+    profile lists that do not exist, named with the crossings, else an exit 1 of their own."""
     if not many:
         for view, health in looked:
             check(view, health)
@@ -138,5 +145,11 @@ def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, ma
             check(view, health)
         except ThresholdExceeded as exc:
             crossed.append(f"{view.group}: {exc.message.rstrip('.')}")
+    gone = [f"{name}: does not exist" for name in missing]
     if crossed:
-        raise ThresholdExceeded(f"{len(crossed)} group(s) over a threshold: " + "; ".join(crossed) + ".")
+        raise ThresholdExceeded(f"{len(crossed)} group(s) over a threshold: " + "; ".join(crossed + gone) + ".")
+    if missing:
+        raise OcigroupError(
+            f"{len(missing)} group(s) the profile lists do not exist: {', '.join(map(repr, missing))}.",
+            "check the names in the profile's groups ('ocigroup groups list' shows the groups known here)",
+        )

@@ -123,18 +123,19 @@ def _health_table(health: Health) -> Group:
 
 def _thresholds(view: GroupView, health: Health | None, fail_on_lag: int | None, time_limit: float | None,
                 fail_on: tuple[str | None, str | None]) -> None:  # fmt: skip
-    """Exit 5 (ThresholdExceeded) when the last view crosses a --fail-on-* threshold."""
+    """Exit 5 (ThresholdExceeded) when the last view crosses a --fail-on-* threshold, naming every one crossed."""
+    crossed = []
     capped = any(p.lag_capped for p in view.partitions)
     if fail_on_lag is not None and upper(view.total_lag, capped, view.total_at_most) > fail_on_lag:
-        lag = lag_text(view.total_lag, capped, view.total_at_most)
-        raise ThresholdExceeded(f"total lag {lag} exceeds --fail-on-lag {fail_on_lag}.")
+        crossed.append(f"total lag {lag_text(view.total_lag, capped, view.total_at_most)} exceeds --fail-on-lag "
+                       f"{fail_on_lag}")  # fmt: skip
     if time_limit is not None and view.max_time_lag_s > time_limit:
-        raise ThresholdExceeded(
-            f"time lag {human_duration(view.max_time_lag_s)} exceeds --fail-on-time-lag {fail_on[0]}."
-        )
+        crossed.append(f"time lag {human_duration(view.max_time_lag_s)} exceeds --fail-on-time-lag {fail_on[0]}")
     if health is not None and fail_on[1] is not None and fails(health.verdict, fail_on[1]):
         bad = [f"partition {v.partition} {v.verdict}: {v.reason}" for v in health.partitions if v.verdict != "OK"]
-        raise ThresholdExceeded(f"health {health.verdict} meets --fail-on-health {fail_on[1]}: {'; '.join(bad)}.")
+        crossed.append(f"health {health.verdict} meets --fail-on-health {fail_on[1]}: {'; '.join(bad)}")
+    if crossed:
+        raise ThresholdExceeded("; and ".join(crossed) + ".")
 
 
 def _parse(interval: str, fail_on_time_lag: str | None, window: str, fail_on_health: str | None) -> tuple[float, ...]:
@@ -333,13 +334,20 @@ def inspect(
     metrics = MetricsOut.open(s, out, metrics_file, serve_metrics, post_metrics, watch)
     judged = health or fail_on_health is not None or metrics.wanted or all_groups
     looks = Looks(name, out, watch, brief, lag_cap, int(window_ms) if judged else None, wait_s, iterations)
+    looked: list[tuple[GroupView, Health | None]]
+    missing: list[str] = []
     try:
-        looked = every.run(s, g, looks, metrics, only_lagging) if all_groups else [_run(s, g, looks, metrics)]
+        if all_groups:
+            judged_all, missing = every.run(s, g, looks, metrics, only_lagging)
+            looked = list(judged_all)
+        else:
+            looked = [_run(s, g, looks, metrics)]
     finally:
         metrics.close()
     fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
     limit = None if time_limit < 0 else time_limit
-    every.thresholds(looked, lambda view, verdict: _thresholds(view, verdict, fail_on_lag, limit, fail_on), all_groups)
+    check = lambda view, verdict: _thresholds(view, verdict, fail_on_lag, limit, fail_on)  # noqa: E731
+    every.thresholds(looked, check, all_groups, missing)
     if metrics.refused:  # a cron line must not pass while its alarms go blind
         raise OcigroupError(f"OCI Monitoring refused {len(metrics.refused)} metric(s): {metrics.refused[0]}.")
 

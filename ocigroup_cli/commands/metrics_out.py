@@ -49,10 +49,32 @@ PostMetricsOpt = Annotated[
 
 def _address(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"  # loopback unless told otherwise
     if not port.isdigit() or int(port) > 65535:
-        raise UsageError(f"--serve-metrics {text!r}: give [HOST:]PORT, e.g. 9308 or 0.0.0.0:9308.")
-    return host, int(port)
+        raise UsageError(f"--serve-metrics {text!r}: give [HOST:]PORT, e.g. 9308, 0.0.0.0:9308 or [::1]:9308.")
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        raise UsageError(f"--serve-metrics {text!r}: an IPv6 host goes in brackets, e.g. [::1]:{port}.")
+    return host.strip("[]") or "127.0.0.1", int(port)  # loopback unless told otherwise
+
+
+def _serve_hint(exc: OSError) -> str:
+    import errno
+    import socket
+
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return "HOST must be an address of this machine: 127.0.0.1, ::1, or 0.0.0.0 for all of them"
+    if exc.errno == errno.EACCES:
+        return "ports below 1024 need privileges: pick a port from 1024 up"
+    return "pick another port (0: any free one, said on stderr)"
+
+
+def _check_file(path: Path) -> None:
+    """--metrics-file must be a regular file, or not exist yet: it is replaced by a rename at each refresh, which
+    would put a file in place of a device (/dev/full), a pipe or a directory's entry."""
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        raise UsageError(
+            f"--metrics-file {path}: not a regular file; it is replaced at each refresh.",
+            "give the path of a file, e.g. in node_exporter's textfile directory",
+        )
 
 
 @dataclass
@@ -81,8 +103,10 @@ class MetricsOut:
             try:
                 target = ScrapeTarget(host, port)
             except OSError as exc:
-                raise UsageError(f"--serve-metrics {serve}: {exc.strerror or exc}.", "pick another port") from None
-            console.notice(f"serving metrics on {target.url}")
+                raise UsageError(f"--serve-metrics {serve}: {exc.strerror or exc}.", _serve_hint(exc)) from None
+            console.notice(f"serving metrics on {target.url}", quiet_too=port == 0)  # a port chosen here must be told
+        if metrics_file is not None:
+            _check_file(Path(metrics_file))
         poster = None
         if post:
             from ocigroup_cli.ops.monitoring import Poster

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -49,10 +47,6 @@ def _check_format(format_: str, encoding: str, template: str | None) -> None:
             raise UsageError(
                 f"--template {template!r}: {problem}; the fields are partition, offset, timestamp, key and value."
             ) from None
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def _stopped(cause: str, stats: TailStats | None) -> Interrupted:
@@ -144,8 +138,7 @@ def tail(
     s = session(ctx, profile)
     sink = LineSink(Delivery.stdout(), formatter(format_, encoding, template))
     runner: list[Tail] = []  # the instance, once it has joined (its figures are the exit message)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
+    try:  # SIGTERM arrives as KeyboardInterrupt (app.py)
         if peek_:
             with named(s.stream, name, list(profile.file_groups)):
                 if not peek(s.client, s.stream, name, sink, max_messages, partition, offset):
@@ -165,8 +158,6 @@ def tail(
         raise _stopped(f"stopped, {exc.message}", runner[0].stats if runner else None) from None
     except KeyboardInterrupt:
         raise _stopped("interrupted", runner[0].stats if runner else None) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _profile(

@@ -15,6 +15,16 @@ from dataclasses import dataclass
 from ocigroup_cli.core.health import MIN_SPAN_MS, Sample
 from ocigroup_cli.core.timefmt import human_duration
 
+RATE_SPAN_MS = 60_000  # rates over about the last minute: a window's older samples tell how it was, not how it is
+NOISE = 0.05  # msg/s: a difference this small is keeping pace
+
+
+def rate_text(rate: float) -> str:
+    """340, 2.5 or <0.1: whole messages from 10 msg/s, a decimal below, never a rounded 0."""
+    if rate >= 9.95:
+        return f"{rate:,.0f}"
+    return f"{rate:.1f}" if rate >= NOISE else "<0.1"
+
 
 @dataclass(frozen=True)
 class Catchup:
@@ -31,14 +41,18 @@ class Catchup:
             return None
         return self.distance / self.offset_gain
 
+    @property
+    def gain(self) -> float:
+        """Messages per second by which the group gains on the stream (negative: loses)."""
+        return self.consume_rate - self.produce_rate
+
     def text(self) -> str:
         """ "catching up at 340 msg/s, about 12m", "falling behind by 20 msg/s", or "keeping pace"."""
-        gain = self.consume_rate - self.produce_rate
         eta = self.eta_s
         if eta is not None:
-            return f"catching up at {gain:,.0f} msg/s, about {human_duration(eta)}"
-        if self.lag > 0 and gain < 0:
-            return f"falling behind by {-gain:,.0f} msg/s"
+            return f"catching up at {rate_text(self.gain)} msg/s, about {human_duration(eta)}"
+        if self.lag > 0 and -self.gain >= NOISE:
+            return f"falling behind by {rate_text(-self.gain)} msg/s"
         return "keeping pace"
 
     def to_json(self) -> dict[str, float | None]:
@@ -50,20 +64,37 @@ class Catchup:
 
 
 def catchup(window: Sequence[Sample], min_span_ms: int = MIN_SPAN_MS) -> Catchup | None:
-    """The rates over `window` (oldest first, the live sample last); None when the samples cannot tell: fewer than
-    two `min_span_ms` apart, a commit or a newest offset missing at either end, an unbounded lag, or a committed
-    offset that went back (a reset)."""
-    if len(window) < 2:
+    """The rates from the live sample (the last of `window`, oldest first) back to a base sample; None when the
+    samples cannot tell: no base at least `min_span_ms` back with a commit and a newest offset, or an unbounded
+    lag. The base is the newest sample at least RATE_SPAN_MS old (else the oldest usable one), and never one from
+    before a commit went back (a reset) or was missing: the rates are the recent ones."""
+    if not window:
         return None
-    first, now = window[0], window[-1]
+    now = window[-1]
+    c1, n1, lag = now.committed, now.newest, now.estimate
+    first = _base(window, min_span_ms)
+    if first is None or c1 is None or n1 is None or lag is None:
+        return None
+    assert first.committed is not None and first.newest is not None
     span_s = (now.at_ms - first.at_ms) / 1000
-    c0, c1, n0, n1, lag = first.committed, now.committed, first.newest, now.newest, now.estimate
-    if span_s * 1000 < min_span_ms or c0 is None or c1 is None or n0 is None or n1 is None or lag is None:
-        return None
-    if c1 < c0:
-        return None
-    consumed = (c1 - c0) / span_s
-    produced = max(0, n1 - n0) / span_s
+    consumed = (c1 - first.committed) / span_s
+    produced = max(0, n1 - first.newest) / span_s
     distance = max(0, n1 - c1)
     per_offset = lag / distance if distance else 1.0
     return Catchup(consumed * per_offset, produced * per_offset, lag, distance, consumed - produced)
+
+
+def _base(window: Sequence[Sample], min_span_ms: int) -> Sample | None:
+    """The sample the rates are measured from (see catchup)."""
+    now, later = window[-1], window[-1]
+    base = None
+    for s in reversed(window[:-1]):
+        if s.committed is None or later.committed is None or s.committed > later.committed:
+            break  # a reset (or nothing committed) between: what came before does not compare
+        later = s
+        if s.newest is None or now.at_ms - s.at_ms < max(min_span_ms, 1):
+            continue
+        base = s
+        if now.at_ms - s.at_ms >= RATE_SPAN_MS:
+            break
+    return base

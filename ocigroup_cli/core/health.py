@@ -7,8 +7,10 @@ Rules, applied to one partition's samples inside the window (the newest sample i
   of the window (an instance that died: its reservation ran out, and nobody took the partition over). The reason
   says what the samples show and no more: how many samples in a row saw nobody, over how long (nobody may have
   been seen between samples; what was not sampled is not claimed).
-- STALLED (ERROR): messages wait, an instance holds the partition, and its committed offset has not moved over
-  the window.
+- STALLED (ERROR): messages have waited in every sample over `min_span_ms` or more, an instance held the
+  partition, and its committed offset has not moved meanwhile (a sample where nothing waited ends the stall:
+  messages that just arrived are not one). The stall stays one when the instance's reservation runs out, so a
+  dying consumer goes from STALLED to STOPPED without a better verdict between.
 - REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say; to
   nothing committed, a reset to before the oldest message, included).
 - LAGGING (WARN): the committed offset moves, but the lag grew from every sample to the next over three samples
@@ -107,14 +109,14 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
             "STOPPED",
             f"no instance held it in the last {len(run)} samples (over {seen}) while {_waiting(now)} wait",
         )
-    if now.lag > 0 and now.owner is not None and all(s.committed == first.committed for s in window):
-        if first.committed is None:
-            return Verdict(partition, "STALLED", f"nothing committed for {took} while {_waiting(now)} wait")
-        return Verdict(
-            partition,
-            "STALLED",
-            f"committed offset {first.committed} has not moved for {took} while {_waiting(now)} wait",
-        )
+    stalled = _stalled_run(window, min_span_ms)
+    if stalled:
+        since = human_duration((now.at_ms - stalled[-1].at_ms) / 1000)
+        gone = "" if now.owner else "; nobody holds it now"
+        if now.committed is None:
+            return Verdict(partition, "STALLED", f"nothing committed for {since} while {_waiting(now)} wait{gone}")
+        return Verdict(partition, "STALLED", f"committed offset {now.committed} has not moved for {since} while "
+                       f"{_waiting(now)} wait{gone}")  # fmt: skip
     for before, after in itertools.pairwise(window):
         if before.committed is not None and (after.committed is None or after.committed < before.committed):
             to = "nothing committed" if after.committed is None else str(after.committed)
@@ -132,6 +134,18 @@ def _unowned_run(samples: Sequence[Sample], min_span_ms: int) -> list[Sample]:
     at least `min_span_ms` apart (one sample without an owner may be a handover caught half-way); else empty."""
     run = list(itertools.takewhile(lambda s: s.owner is None, reversed(samples)))
     if len(run) < 2 or run[0].at_ms - run[-1].at_ms < max(min_span_ms, 1):
+        return []
+    return run
+
+
+def _stalled_run(window: Sequence[Sample], min_span_ms: int) -> list[Sample]:
+    """The samples, newest first, in which messages waited and the committed offset stayed where it is now, back
+    to the first of them, if they span `min_span_ms` and an instance held the partition in one of them (its
+    reservation may have run out since: a stalled consumer dropped is still stalled, until STOPPED says more);
+    else empty. Messages that only just arrived are not a stall: a sample where nothing waited ends the run."""
+    now = window[-1]
+    run = list(itertools.takewhile(lambda s: s.lag > 0 and s.committed == now.committed, reversed(window)))
+    if not run or now.at_ms - run[-1].at_ms < max(min_span_ms, 1) or not any(s.owner for s in run):
         return []
     return run
 

@@ -39,6 +39,9 @@ def _problem(metric: Any, now_ms: int) -> str | None:
         return f"Invalid namespace {namespace!r}: the oci_ and oracle_ prefixes are reserved."
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         return f"Invalid metric name {name!r}: a letter, then letters, digits, '.', '_', '-' or '$'."
+    group = metric.get("resourceGroup")
+    if group is not None and (not isinstance(group, str) or not _NAME.fullmatch(group)):
+        return f"Invalid resourceGroup {group!r}: a letter, then letters, digits, '.', '_', '-' or '$'."
     if not isinstance(metric.get("compartmentId"), str) or not metric["compartmentId"].startswith("ocid1."):
         return "compartmentId must be a compartment OCID."
     dimensions = metric.get("dimensions")

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ocigroup_cli.core.catchup import Catchup, catchup
+from ocigroup_cli.core.catchup import NOISE, Catchup, catchup, rate_text
 from ocigroup_cli.core.health import MIN_SPAN_MS, Sample, Verdict, judge, worst
 from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.ops.inspect import GroupView
@@ -39,13 +39,16 @@ class Health:
 
     def catchup_text(self) -> str | None:
         """The group's pace in a few words: falling behind (where, by how much), or catching up (about when)."""
-        behind = sorted(((c.produce_rate - c.consume_rate, p) for p, c in self.catchups.items()
-                         if c.lag > 0 and c.consume_rate < c.produce_rate), reverse=True)  # fmt: skip
+        behind = sorted(((-c.gain, p) for p, c in self.catchups.items() if c.lag > 0 and -c.gain >= NOISE),
+                        reverse=True)  # fmt: skip
         if behind:
             rate, p = behind[0]
-            return f"falling behind by {rate:,.0f} msg/s (partition {p})"
+            return f"falling behind by {rate_text(rate)} msg/s (partition {p})"
         eta = self.eta_s
-        return None if eta is None else f"catching up, about {human_duration(eta)}"
+        if eta is None:
+            return None
+        gain = sum(c.gain for c in self.catchups.values() if c.lag > 0)
+        return f"catching up at {rate_text(gain)} msg/s, about {human_duration(eta)}"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ocigroup_cli.core.health import VERDICTS
-from ocigroup_cli.core.lag import upper
 from ocigroup_cli.core.metrics import Point
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 from ocigroup_cli.ops.health import Health
@@ -35,10 +34,9 @@ def points(view: GroupView, health: Health) -> list[Point]:
             out.append(Point("catchup_seconds", at, round(pace.eta_s, 1)))
         if p.instance:
             out.append(Point("owner", (*at, ("instance", p.instance)), 1))
-    lags = [upper(p.lag_messages, p.lag_capped, p.lag_at_most) for p in view.partitions]
     out += [
-        Point("group_lag", group, view.total_lag),
-        Point("group_max_lag", group, max(lags, default=0)),
+        Point("group_lag", group, view.total_lag),  # as `lag`: counted up to the cap, so sum and max agree with it
+        Point("group_max_lag", group, max((p.lag_messages for p in view.partitions), default=0)),
         Point("group_max_lag_seconds", group, view.max_time_lag_s),
         Point("group_members", group, len(view.balance.instances)),
         Point("group_health_severity", group, VERDICTS[health.verdict]),

@@ -2,8 +2,10 @@
 first of them is, and the partition's newest message, with its time.
 
 Counting reads from the committed message itself, so one read gives the newest message's time when nothing
-waits. A count that reaches the cap is a lower bound; the newest offset, found by probing AT_TIME cursors
-(core/newest.py), then bounds it from above: offsets only grow, so at most newest - first waiting + 1 wait.
+waits. A count that reaches the cap is a lower bound. Past it, reading on up to READ_ON_PAGES answers to the end
+counts every message all the same: the upper bound is then exact, the figure `inspect --all-groups` gives too
+(ops/shared_reach.py). Further than that, the newest offset, found by probing AT_TIME cursors (core/newest.py),
+bounds it from above: offsets only grow (with gaps), so at most newest - first waiting + 1 wait.
 A short answer from GetMessages is not proof of the end (the service sizes its batches by the stream's
 average message size): only an empty one is. Answers are sized in bytes (core/sizing.py), and counting stops
 after COUNT_BYTES: a partition of 1 MiB messages is counted as far as that goes, then bounded by offsets.
@@ -45,6 +47,7 @@ class Reach:
     committed: int | None = None  # what it was measured from
     past_newest: str | None = None  # a cursor just past the newest message, for the next look
     at_ms: int = 0  # when that cursor was issued
+    counted_all: bool = False  # past the cap, every waiting message was counted all the same: `at_most` is exact
 
 
 @dataclass
@@ -120,25 +123,31 @@ def _count(
             first = first or page[0]
             count += len(page)
     assert first is not None and last is not None
-    found, past = newest or _read_to_end(client, stream, cursor, last, sizer)
-    if past is None:  # more than a few answers hold past the cap: probe for the newest instead
+    if newest is None:
+        found, past, more = _read_to_end(client, stream, cursor, last, sizer)
+        if past is not None:  # read to the end: every message waiting was counted (as --all-groups counts them)
+            return Reach(count, True, count + more, first, found, gone, committed, past, look.now_ms, True)
+        # more than a few answers hold past the cap: probe for the newest instead
         found, past = find_newest(client, stream, partition, last, look.now_ms, sizer, hint_ms)
+    else:
+        found, past = newest
     at_most = None if found is None else max(count, found.offset - first.offset + 1)
     return Reach(count, True, at_most, first, found, gone, committed, past, look.now_ms)
 
 
 def _read_to_end(
     client: StreamingClient, stream: StreamInfo, cursor: str, last: Message, sizer: Sizer
-) -> tuple[Message | None, str | None]:
-    """Read on past the cap for up to READ_ON_PAGES answers: the newest message and the cursor past it when the
-    end comes that soon (no CreateCursor spent), else (None, None)."""
+) -> tuple[Message | None, str | None, int]:
+    """Read on past the cap for up to READ_ON_PAGES answers: the newest message, the cursor past it and the
+    messages read on, when the end comes that soon (no CreateCursor spent), else (None, None, 0)."""
+    more = 0
     for _ in range(READ_ON_PAGES):
         page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(MAX_GET_LIMIT))
         sizer.saw(page)
         if not page:
-            return last, cursor
-        last = page[-1]
-    return None, None
+            return last, cursor, more
+        last, more = page[-1], more + len(page)
+    return None, None, 0
 
 
 def _read_on(
@@ -164,9 +173,14 @@ def _read_on(
         return _count(client, stream, partition, committed, look, None, (newest, cursor))
     first = first or (arrived[0] if arrived else None)
     count = before.waiting + (0 if before.capped else len(arrived))
+    exact = before.counted_all or not before.capped  # every message waiting was counted, then and since
     if before.capped or count > look.cap:
-        at_most = None if newest is None or first is None else max(look.cap, newest.offset - first.offset + 1)
-        return Reach(min(count, look.cap), True, at_most, first, newest, before.lost, committed, cursor, look.now_ms)
+        if exact:
+            at_most: int | None = (before.at_most or 0) + len(arrived) if before.capped else count
+        else:
+            at_most = None if newest is None or first is None else max(look.cap, newest.offset - first.offset + 1)
+        return Reach(min(count, look.cap), True, at_most, first, newest, before.lost, committed, cursor, look.now_ms,
+                     exact)  # fmt: skip
     return Reach(count, False, count, first, newest, before.lost, committed, cursor, look.now_ms)
 
 

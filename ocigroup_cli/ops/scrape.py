@@ -3,10 +3,15 @@ of the latest refresh (a scrape never waits on the service, and never sees half 
 
 from __future__ import annotations
 
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _Server6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
 
 
 class ScrapeTarget:
@@ -32,7 +37,7 @@ class ScrapeTarget:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # a scrape every 15 s is not news
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server = (_Server6 if ":" in host else ThreadingHTTPServer)((host, port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="scrape-target", daemon=True)
         self._thread.start()

@@ -56,7 +56,7 @@ def _reach(index: Index, partition: int, committed: int | None, look: Look) -> R
     first, newest = (waiting[0] if waiting else None), (msgs[-1] if msgs else None)
     capped = len(waiting) > look.cap
     return Reach(min(len(waiting), look.cap), capped, len(waiting), first, newest, gone, committed, index.past,
-                 look.now_ms)  # fmt: skip
+                 look.now_ms, capped)  # fmt: skip
 
 
 def describe_all(

@@ -41,7 +41,8 @@ def test_lag_is_capped_and_marked(cli, sdk):
 
 @pytest.mark.parametrize("read_on", [3, 0], ids=["read-on", "probed"])
 def test_lag_past_the_cap_is_bounded_by_the_newest_offset(cli, sdk, clock, monkeypatch, read_on):
-    """The newest message is read to, past the cap, when a few answers reach it; else found by probing."""
+    """The newest message is read to, past the cap, when a few answers reach it (and every message counted); else
+    found by probing."""
     from ocigroup_cli.ops import reach
 
     monkeypatch.setattr(reach, "READ_ON_PAGES", read_on)
@@ -54,9 +55,12 @@ def test_lag_past_the_cap_is_bounded_by_the_newest_offset(cli, sdk, clock, monke
     r = cli("inspect", "--lag-cap", "10", "-o", "json")
     view = json.loads(r.out)
     (p,) = [p for p in view["partitions"] if p["lag_capped"]]
-    span = offsets[-1] - offsets[0] + 1  # offsets skip (the service's are not dense): at most this many wait
+    # read to the end, every message is counted (60, as --all-groups counts them); probed, the offsets bound it, and
+    # they skip (the service's are not dense): at most this many wait
+    span = 60 if read_on else offsets[-1] - offsets[0] + 1
     assert (p["lag_messages"], p["lag_at_most"], p["newest_offset"]) == (10, span, offsets[-1])
     assert p["newest_time"] is not None and view["totals"]["lag_at_most"] == span >= 60
+    assert read_on or span > 60
     table = cli("inspect", "--lag-cap", "10", "-o", "table")
     assert f"10–{span}" in table.out and f"total lag 10–{span}" in table.out
     assert f"{offsets[-1]} (1h 00m)" in table.out
@@ -259,3 +263,18 @@ def test_a_refresh_counts_again_where_the_committed_offset_moved(cli, sdk, clock
     assert second.count("CreateCursor") == 1  # the one partition whose commit moved
     watched = [json.loads(line) for line in r.out.splitlines()][-1]
     assert watched["totals"]["lag_messages"] == 40 - 5
+
+
+def test_one_group_and_all_groups_give_the_same_lag_past_the_cap(cli, sdk):
+    """A cron decision must not depend on the mode: past the cap, both count every message they read to the end
+    (offsets skip, so a bound from offsets alone would be larger)."""
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    offsets = [e.offset for e in sdk.put(sid, [("same-key", f"v{i}") for i in range(300)]).entries]
+    assert offsets[-1] - offsets[0] + 1 > 300  # gaps, as on the service
+    sdk.group_cursor(sid, "billing", "a")
+    alone = json.loads(cli("inspect", "--lag-cap", "10", "-o", "json").out)["totals"]
+    (row,) = json.loads(cli("inspect", "--all-groups", "--lag-cap", "10", "-o", "json").out)
+    assert (alone["lag_messages"], alone["lag_at_most"]) == (row["lag_messages"], row["lag_at_most"]) == (10, 300)
+    assert cli("inspect", "--lag-cap", "10", "--fail-on-lag", "299").code == 5
+    assert cli("inspect", "--all-groups", "--lag-cap", "10", "--fail-on-lag", "299").code == 5
+    assert cli("inspect", "--lag-cap", "10", "--fail-on-lag", "300").code == 0

@@ -78,6 +78,8 @@ def test_the_exposition_holds_the_figures_of_inspect_json_value_by_value(busy, t
         assert got[_key("ocigroup_consumergroup_group_health", **at)] == verdicts[verdict["verdict"]]
     group = {"stream": "orders", "group": "billing"}
     assert got[_key("ocigroup_consumergroup_group_sum_lag", **group)] == doc["totals"]["lag_messages"]
+    largest = max(p["lag_messages"] for p in doc["partitions"])  # the same meaning as the partitions' lag
+    assert got[_key("ocigroup_consumergroup_group_max_lag", **group)] == largest
     assert got[_key("ocigroup_consumergroup_group_max_lag_seconds", **group)] == pytest.approx(
         doc["totals"]["max_time_lag_s"]
     )
@@ -120,9 +122,12 @@ def test_the_textfile_is_replaced_at_once_a_reader_never_sees_half(busy, tmp_pat
     assert nowhere.returncode == 2 and b"--metrics-file" in nowhere.stderr and b"Traceback" not in nowhere.stderr
 
 
-def test_the_scrape_target_answers_while_the_watch_runs_and_is_gone_after(busy):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_scrape_target_answers_while_the_watch_runs_and_is_gone_after(busy, stop):
+    """systemd stops an exporter with SIGTERM: it ends as Ctrl-C does (exit 130, the port closed). With -q, the port
+    chosen for `0` is still told: a script could not find its target otherwise."""
     sdk, sid, config, env = busy
-    args = [proc.exe(), "--config", config, "inspect", "--watch", "--interval", "0.3s", "--serve-metrics", "0"]
+    args = [proc.exe(), "--config", config, "-q", "inspect", "--watch", "--interval", "0.3s", "--serve-metrics", "0"]
     watch = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         line = watch.stderr.readline()
@@ -138,14 +143,50 @@ def test_the_scrape_target_answers_while_the_watch_runs_and_is_gone_after(busy):
             lags.append(got[_key("ocigroup_consumergroup_group_sum_lag", stream="orders", group="billing")])
         assert lags[0] < lags[1] < lags[2]  # each scrape is a later refresh
     finally:
-        watch.send_signal(signal.SIGINT)
+        watch.send_signal(stop)
         code = watch.wait(timeout=20)
+        rest = watch.stderr.read()
         watch.stderr.close()
-    assert code == 130
+    assert code == 130 and "Traceback" not in rest, rest
     with pytest.raises(OSError):
         urllib.request.urlopen(url.group(1), timeout=2)
     bad = proc.run(["--config", config, "inspect", "--serve-metrics", "9308"], env)
     assert bad.returncode == 2 and b"add --watch" in bad.stderr
+
+
+def test_where_a_scrape_target_or_a_textfile_cannot_be_there_is_one_line_with_the_right_fix(busy, tmp_path):
+    import os
+    import socket
+
+    _, _, config, env = busy
+    watch = ["--config", config, "inspect", "--watch", "--iterations", "1"]
+    bare6 = proc.run([*watch, "--serve-metrics", "::1:9308"], env)
+    assert bare6.returncode == 2 and b"an IPv6 host goes in brackets, e.g. [::1]:9308" in bare6.stderr
+    foreign = proc.run([*watch, "--serve-metrics", "192.0.2.1:0"], env)  # not an address of this machine
+    assert foreign.returncode == 2 and b"HOST must be an address of this machine" in foreign.stderr
+    assert b"pick another port" not in foreign.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy_port = proc.run([*watch, "--serve-metrics", str(taken.getsockname()[1])], env)
+    assert busy_port.returncode == 2 and b"pick another port" in busy_port.stderr
+    if socket.has_ipv6:
+        try:
+            with socket.socket(socket.AF_INET6) as probe:
+                probe.bind(("::1", 0))
+        except OSError:
+            pass  # no IPv6 loopback here
+        else:
+            six = proc.run([*watch, "--serve-metrics", "[::1]:0"], env)
+            assert six.returncode == 0 and re.search(rb"serving metrics on http://\[::1\]:\d+/metrics", six.stderr)
+    fifo = tmp_path / "pipe.prom"
+    os.mkfifo(fifo)
+    (tmp_path / "dir.prom").mkdir()
+    for target in (fifo, tmp_path / "dir.prom"):  # as /dev/full would be: never renamed over
+        r = proc.run(["--config", config, "inspect", "--metrics-file", str(target)], env)
+        assert r.returncode == 2 and b"not a regular file" in r.stderr, r.stderr
+        assert not target.is_file()
+    assert fifo.is_fifo()
 
 
 def test_a_dead_group_stays_in_the_metrics_with_its_lag_growing_and_stopped(cli, sdk, clock):
@@ -185,10 +226,13 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     prom = tmp_path / "all.prom"
     args = ["--config", config, "-o", "json", "inspect", "--all-groups", "--metrics-file", str(prom)]
     r = proc.run(args, env)
-    assert r.returncode == 0, r.stderr.decode()
+    assert r.returncode == 1, r.stderr.decode()  # a group the profile lists is missing: a cron line must not pass
     rows = {row["group"]: row for row in json.loads(r.stdout)}
     assert list(rows) == ["audit", "billing", "payments"]  # profile groups, group.name, then seen ones
     assert "group 'gone' does not exist on stream 'orders' (any more): left out" in r.stderr.decode()
+    assert "error: 1 group(s) the profile lists do not exist: 'gone'." in r.stderr.decode()
+    quiet = proc.run(["-q", *args], env)  # the README's cron lines use -q: the line stays
+    assert quiet.returncode == 1 and b"group 'gone' does not exist" in quiet.stderr
     assert rows["payments"]["lag_messages"] == 0 and rows["audit"]["lag_messages"] == 40
     assert {"state", "members", "max_time_lag_s", "health", "catchup_eta_s"} <= set(rows["billing"])
     for name, row in rows.items():  # one shared read per partition tells each group what its own look tells
@@ -204,6 +248,7 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     over = proc.run([*args[:-2], "--fail-on-lag", "30"], env)
     err = over.stderr.decode()
     assert over.returncode == 5 and "2 group(s) over a threshold: audit: total lag 40 exceeds" in err, err
+    assert "; gone: does not exist." in err
     assert "billing: total lag" in err and "payments" not in err.split("error:")[1]
     both = proc.run(["--config", config, "inspect", "billing", "--all-groups"], env)
     assert both.returncode == 2 and b"drop GROUP" in both.stderr

@@ -89,20 +89,21 @@ def test_the_emulator_takes_what_the_sdk_posts_and_refuses_what_the_service_refu
     client = _monitoring(api_key, server.url)
     now = oci.util.datetime.datetime.now(oci.util.datetime.timezone.utc)
 
-    def metric(name="lag", namespace="ocigroup", dimensions=None, when=now):
+    def metric(name="lag", namespace="ocigroup", dimensions=None, when=now, group=None):
         return MODELS.MetricDataDetails(
-            namespace=namespace, compartment_id="ocid1.compartment.oc1..test", name=name,
+            namespace=namespace, compartment_id="ocid1.compartment.oc1..test", name=name, resource_group=group,
             dimensions=dimensions or {"group": "billing"}, datapoints=[MODELS.Datapoint(timestamp=when, value=3.5)],
         )  # fmt: skip
 
     old = now - oci.util.datetime.timedelta(hours=3)
     batch = [metric(), metric(namespace="oci_streaming"), metric(name="9lives"), metric(dimensions={"g": "x" * 600}),
-             metric(when=old)]  # fmt: skip
+             metric(when=old), metric(group="1 bad/group"), metric(name="fleet", group="eu-fleet.$1")]  # fmt: skip
     answer = client.post_metric_data(MODELS.PostMetricDataDetails(metric_data=batch)).data
-    assert answer.failed_metrics_count == 4
+    assert answer.failed_metrics_count == 5
     messages = [f.message for f in answer.failed_metrics]
     assert any("reserved" in m for m in messages) and any("2 hours" in m for m in messages)
-    assert [m["name"] for m in received(server.url)] == ["lag"]  # NON_ATOMIC: the valid one was taken
+    assert any("Invalid resourceGroup '1 bad/group'" in m for m in messages)
+    assert [m["name"] for m in received(server.url)] == ["lag", "fleet"]  # NON_ATOMIC: the valid ones were taken
     many = [metric(dimensions={"partition": str(i)}) for i in range(51)]
     with pytest.raises(oci.exceptions.ServiceError) as refused:
         client.post_metric_data(MODELS.PostMetricDataDetails(metric_data=many))
@@ -110,7 +111,7 @@ def test_the_emulator_takes_what_the_sdk_posts_and_refuses_what_the_service_refu
     atomic = MODELS.PostMetricDataDetails(metric_data=batch[:2], batch_atomicity="ATOMIC")
     with pytest.raises(oci.exceptions.ServiceError):
         client.post_metric_data(atomic)
-    assert len(received(server.url)) == 1
+    assert len(received(server.url)) == 2
 
 
 def test_a_partial_refusal_is_reported_and_fails_the_run(group_of):

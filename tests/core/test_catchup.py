@@ -48,3 +48,28 @@ def test_the_samples_must_tell():
     assert catchup([_s(0, 100, 1000, 9000, True), _s(20, 200, 1000, 9100, True)]) is None  # lower bounds only
     c = catchup([_s(0, 100, 1000, 5100, True, 5000), _s(20, 300, 1000, 4300, True, 4000)])
     assert c is not None and c.lag == 4000 and c.eta_s is not None  # past the cap, the upper bound tells
+
+
+def test_a_first_sample_without_a_commit_does_not_hide_the_pace_of_those_after_it():
+    c = catchup([_s(0, None, 50, 40), _s(20, 10, 50, 60), _s(40, 40, 40, 80)])
+    assert c is not None and c.consume_rate == 1.5 and c.produce_rate == 1.0  # from the sample at 20 s
+    after_reset = catchup([_s(0, 500, 10, 510), _s(20, 100, 410, 510), _s(40, 300, 210, 510)])
+    assert after_reset is not None and after_reset.consume_rate == 10  # measured since the reset
+
+
+def test_the_rates_are_the_last_minutes_not_the_whole_windows():
+    # nobody consumed for 9 minutes, then 100 msg/s for the last 2: the pace is the recent one
+    window = [_s(0, 0, 100, 100), _s(540, 0, 640, 640), _s(600, 6_000, 700, 6_700), _s(660, 12_000, 400, 12_400)]
+    c = catchup(window)
+    assert c is not None and c.consume_rate == 100 and c.text() == "catching up at 5.0 msg/s, about 1m 20s"
+    whole = catchup([window[0], window[-1]])
+    assert whole is not None and whole.consume_rate < 20  # what the whole window would have said
+
+
+def test_small_rates_are_told_with_a_decimal_never_as_zero():
+    slow = catchup([_s(0, 100, 10, 110), _s(20, 100, 18, 118)])  # 0.4 msg/s written, nothing consumed
+    assert slow is not None and slow.text() == "falling behind by 0.4 msg/s"
+    crawl = catchup([_s(0, 100, 10, 110), _s(100, 101, 11, 112)])  # 0.01 msg/s behind: noise
+    assert crawl is not None and crawl.text() == "keeping pace"
+    gaining = catchup([_s(0, 100, 10, 110), _s(100, 103, 8, 111)])
+    assert gaining is not None and gaining.text() == "catching up at <0.1 msg/s, about 6m 40s"

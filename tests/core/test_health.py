@@ -61,7 +61,12 @@ def test_no_owner_for_the_whole_window_while_messages_wait_is_stopped():
 
 
 def test_an_instance_that_died_is_stopped_once_two_samples_show_nobody_holds_its_partition():
-    h = _history((0, 100, 40, "w1"), (1, 100, 60, None))
+    h = _history((0, 100, 40, "w1"), (1, 100, 60, None))  # stalled while held, then released: still stalled
+    assert (
+        judge(1, h, 10 * MIN).reason
+        == "committed offset 100 has not moved for 1m 00s while 60 wait; nobody holds it now"
+    )
+    h = _history((0, 90, 40, "w1"), (1, 100, 60, None))
     assert judge(1, h, 10 * MIN).verdict == "UNKNOWN"  # one sample without an owner may be a handover caught half-way
     h = _history((0, 100, 40, "w1"), (1, 100, 60, None), (2, 100, 70, None), (3, 100, 90, None))
     v = judge(1, h, 10 * MIN)
@@ -82,7 +87,7 @@ def test_how_long_nobody_held_it_counts_samples_older_than_the_window_and_claims
 
 
 def test_an_owner_seen_inside_the_window_is_not_stopped_but_its_frozen_commits_are_stalled():
-    h = _history((0, 100, 40, "w1"), (5, 100, 60, None))
+    h = _history((0, 90, 40, "w1"), (5, 100, 60, None))
     assert judge(1, h, 10 * MIN).verdict == "UNKNOWN"  # just released; its commits may move under a new owner
     h = _history((0, 100, 40, None), (5, 100, 60, "w1"))
     assert judge(1, h, 10 * MIN).verdict == "STALLED"
@@ -92,7 +97,20 @@ def test_a_reset_to_before_the_oldest_message_is_rewound_and_stopped_needs_its_o
     v = judge(2, _history((0, 629, 0, "t1"), (1, None, 476, "t1")), 10 * MIN)
     assert (v.verdict, v.reason) == ("REWOUND", "committed offset went back from 629 to nothing committed")
     quick = [Sample(0, 5, 40, False, "w1"), Sample(20_000, 5, 60, False, None), Sample(23_900, 5, 60, False, None)]
-    assert judge(0, quick, 10 * MIN).verdict == "UNKNOWN"  # nobody for 3.9 s only: not yet STOPPED
+    assert judge(0, quick, 10 * MIN).verdict == "STALLED"  # nobody for 3.9 s only: not yet STOPPED
+    assert judge(0, [Sample(0, 4, 40, False, "w1"), *quick[1:]], 10 * MIN).verdict == "UNKNOWN"
+
+
+def test_a_dying_consumer_goes_from_stalled_to_stopped_without_a_better_verdict_between():
+    h = _history((0, 100, 40, "w1"), (1, 100, 50, "w1"), (2, 100, 60, None), (3, 100, 70, None))
+    assert [judge(0, h[:n], 10 * MIN).verdict for n in (2, 3, 4)] == ["STALLED", "STALLED", "STOPPED"]
+
+
+def test_messages_that_only_just_arrived_at_an_idle_consumer_are_not_a_stall():
+    h = _history((0, 100, 0, "w1"), (5, 100, 0, "w1"), (6, 100, 3, "w1"))
+    assert judge(0, h, 10 * MIN).verdict == "OK"
+    v = judge(0, [*h, *_history((7, 100, 9, "w1"))], 10 * MIN)
+    assert (v.verdict, v.reason) == ("STALLED", "committed offset 100 has not moved for 1m 00s while 9 wait")
 
 
 def test_a_committed_offset_going_back_is_rewound():
