@@ -403,3 +403,37 @@ def test_all_groups_watch_is_redrawn_in_place_on_a_terminal(term, sdk):
     assert screen.code == 0, screen.text
     assert sum("group(s) on orders" in line for line in screen.lines) == 1, screen.text  # one table, redrawn
     assert any(line.startswith("billing ") for line in screen.lines)
+
+
+def test_a_watch_shows_an_outage_of_the_service_on_its_top_line_and_goes_on(term, sdk):
+    """The service stops answering (503 to everything, past the client's retries): the watch keeps its last look
+    on screen and says since when at its top, instead of exiting 4 and taking its screen away."""
+    from ocigroup_cli.emulator.faults import FaultPlan
+
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "w-1", timeout_in_ms=60_000)
+    httpd = sdk.server.httpd
+
+    def drive(raw: bytes) -> bool:  # the service fails once the first screen is drawn; Ctrl-C once it is told
+        if b"refreshed" in raw and httpd.faults is None:
+            httpd.faults = FaultPlan(unavailable=1.0)
+        return b"has not answered for" in raw
+
+    args = ["--config", config, "inspect", "--watch", "--interval", "0.5s"]
+    try:
+        screen = proc.on_pty(args, env, columns=80, rows=40, timeout=60, ctrl_c_when=drive)
+    finally:
+        httpd.faults = None
+    assert screen.code == 130, screen.text
+    top = " ".join(line.strip() for line in screen.lines[:4])
+    assert re.search(r"the service has not answered for [\d.]+s; showing the look of \d\d:\d\d:\d\dZ \(", top), top
+    assert "w-1" in screen.text and "Traceback" not in screen.text  # the last look is still there
+
+
+def test_the_all_groups_watch_says_when_it_was_refreshed(term, sdk):
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "w-1", timeout_in_ms=60_000)
+    args = ["--config", config, "inspect", "--all-groups", "--watch", "--interval", "0.2s", "--iterations", "2"]
+    screen = proc.on_pty(args, env, columns=80, rows=24)
+    assert screen.code == 0, screen.text
+    assert re.search(r"refreshed \d\d:\d\d:\d\dZ; Ctrl-C to stop", screen.text), screen.text

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli import console
+from ocigroup_cli.commands.outage import PASSING, Outage
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.errors import OcigroupError, ThresholdExceeded
@@ -61,19 +62,34 @@ def run(
     if not wanted:
         console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
     told: set[str] = set()
+    outage = Outage()
+    looked: list[tuple[GroupView, Health]] | None = None
+    shown: list[tuple[GroupView, Health]] = []
     in_place = looks.watch and looks.out == "table" and console.redraws()
     with console.live() if in_place else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
-            looked = _looks(s, wanted, now, looks, told)
-            if metrics.wanted:
-                metrics.update_all(s, looked, now)
-            shown = [x for x in looked if not only_lagging or _lagging(x[0])]
-            if live is not None:
-                live.update(_table(shown, s.stream.name), refresh=True)
+            try:
+                looked = _looks(s, wanted, now, looks, told)
+            except PASSING as exc:  # kept through the service's outages, as one group's watch is
+                if looked is None or not looks.watch:
+                    raise
+                outage.failed(exc, now, live is not None)
+                metrics.stale(outage.line(g.clock.time_ms()) or "")
             else:
-                _print(shown, looks.out, looks.watch, s.stream.name)
+                outage.good(now)
+                if metrics.wanted:
+                    metrics.update_all(s, looked, now)
+                shown = [x for x in looked if not only_lagging or _lagging(x[0])]
+                if live is None:
+                    _print(shown, looks.out, looks.watch, s.stream.name)
+            if live is not None:
+                live.update(
+                    _table(shown, s.stream.name, outage.line(g.clock.time_ms()) or _refreshed(now)), refresh=True
+                )
             if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
+                outage.still()
+                assert looked is not None  # a first look that failed raised
                 have = {view.group for view, _ in looked}
                 return looked, [name for name in s.profile.settings.groups if name not in have]
             g.clock.sleep(looks.wait_s)
@@ -111,14 +127,24 @@ def row(view: GroupView, health: Health) -> dict[str, Any]:
             "pace": health.catchup_text()}  # fmt: skip
 
 
-def _table(looked: list[tuple[GroupView, Health]], stream: str) -> Table:
+def _refreshed(now_ms: int) -> str:
+    from ocigroup_cli.core.timefmt import ms_to_rfc3339
+
+    return f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z"
+
+
+def _table(looked: list[tuple[GroupView, Health]], stream: str, caption: str | None = None) -> Table:
+    """One row per group; `caption` (a watch's): when it was refreshed, or why the rows are not new."""
     rows = [row(v, h) for v, h in looked]
     table = [
         [r["group"], r["state"], r["members"], lag_text(r["lag_messages"], r["lag_capped"], r["lag_at_most"]),
          human_duration(r["max_time_lag_s"]), r["health"], r["pace"] or ""]
         for r in rows
     ]  # fmt: skip
-    return console.table(COLUMNS, table, title=f"{len(rows)} group(s) on {stream}")
+    shown = console.table(COLUMNS, table, title=f"{len(rows)} group(s) on {stream}")
+    if caption:
+        shown.caption = f"{caption}; Ctrl-C to stop"
+    return shown
 
 
 def _print(looked: list[tuple[GroupView, Health]], out: str, watch: bool, stream: str) -> None:

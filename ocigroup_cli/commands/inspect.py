@@ -13,6 +13,7 @@ from ocigroup_cli.commands import all_groups as every
 from ocigroup_cli.commands.all_groups import Looks
 from ocigroup_cli.commands.common import fmt, globals_of, load_profile, session
 from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, PostMetricsOpt, ServeMetricsOpt
+from ocigroup_cli.commands.outage import PASSING, Outage
 from ocigroup_cli.core.health import SEVERITIES, fails
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP, lag_text, upper
 from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc3339_ms
@@ -180,13 +181,15 @@ def _members(members: list[Member]) -> Table:
     return console.table(["INSTANCE", "PARTITIONS", "LEFT", "LAST HEARTBEAT"], rows, title=f"{len(members)} member(s)")
 
 
-def _screen(view: GroupView, health: Health | None, members: list[Member], events: list[Event], now_ms: int) -> Group:
+def _screen(view: GroupView, health: Health | None, members: list[Member], events: list[Event], now_ms: int,
+            trouble: str | None = None) -> Group:  # fmt: skip
     """The watch screen: the latest events first (a long table must not push them off the screen), the members,
-    the partitions, the health."""
+    the partitions, the health; `trouble`: why the look shown is not a new one."""
     from rich.console import Group
     from rich.text import Text
 
-    parts: list[Any] = [Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
+    top = Text(f"{trouble}; Ctrl-C to stop", style="bold red") if trouble else None
+    parts: list[Any] = [top or Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
     parts += [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {e.text}") for e in events] or [Text("no events yet")]
     parts += [Text(""), _members(members), Text(""), Text(summary(view), style="italic"), _table(view)]
     if health is not None:
@@ -354,25 +357,39 @@ def inspect(
 
 def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[GroupView, Health | None]:
     """Look at the group once, or every `wait_s` with --watch: in place on a terminal, as documents elsewhere;
-    the metrics updated at each look. The last look and its verdict."""
-    tracker = Watch()
+    the metrics updated at each look, and a watch kept through the service's outages (commands/outage.py). The
+    last look and its verdict."""
+    tracker, outage = Watch(), Outage()
     shown: list[Event] = []
     view: GroupView | None = None
+    verdict: Health | None = None
     # a dumb terminal cannot redraw in place: it gets every refresh appended
     on_screen = looks.watch and looks.out == "table" and not looks.brief and console.redraws()
     with console.live() if on_screen else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
-            view, verdict = _look(s, looks.group, now, looks.lag_cap, view, looks.window_ms)
-            events = tracker.sample(now, _held(view))
-            shown = (shown + events)[-EVENTS_SHOWN:]
-            if verdict is not None and metrics.wanted:
-                metrics.update(s, view, verdict, now)
-            if live is not None:
-                live.update(_screen(view, verdict, tracker.members(now), shown, now), refresh=True)
+            try:
+                view, verdict = _look(s, looks.group, now, looks.lag_cap, view, looks.window_ms)
+            except PASSING as exc:
+                if view is None or not looks.watch:
+                    raise
+                outage.failed(exc, now, live is not None)
+                metrics.stale(outage.line(g.clock.time_ms()) or "")
             else:
-                _print(view, verdict, events, looks.out, looks.watch, looks.brief, g.repeated())
+                outage.good(now)
+                events = tracker.sample(now, _held(view))
+                shown = (shown + events)[-EVENTS_SHOWN:]
+                if verdict is not None and metrics.wanted:
+                    metrics.update(s, view, verdict, now)
+                if live is None:
+                    _print(view, verdict, events, looks.out, looks.watch, looks.brief, g.repeated())
+            if live is not None:
+                live.update(
+                    _screen(view, verdict, tracker.members(now), shown, now, outage.line(g.clock.time_ms())),
+                    refresh=True,
+                )
             if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
+                outage.still()  # the last refresh failed: its error is the exit
                 return view, verdict
             g.clock.sleep(looks.wait_s)
     raise AssertionError("unreachable: the loop returns")  # pragma: no cover

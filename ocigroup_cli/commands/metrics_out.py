@@ -133,6 +133,12 @@ class MetricsOut:
         if self.target is not None:
             self.target.update(text)
 
+    def stale(self, why: str) -> None:
+        """No figures this refresh (the service does not answer): a scrape is told so; the textfile stays as it was
+        (its age is node_exporter's node_textfile_mtime_seconds)."""
+        if self.target is not None:
+            self.target.stale(why)
+
     def _post(self, s: Session, found: list[Point], at_ms: int) -> None:
         assert self.poster is not None
         posted = self.poster.post(found, s.stream, at_ms)

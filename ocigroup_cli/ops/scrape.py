@@ -17,6 +17,7 @@ class _Server6(ThreadingHTTPServer):
 class ScrapeTarget:
     def __init__(self, host: str, port: int) -> None:
         self._body = b""  # nothing until the first refresh: a scrape then gets 503, not an empty page
+        self._why = "no refresh yet"
         target = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -26,7 +27,7 @@ class ScrapeTarget:
                     self.send_error(404, "the metrics are at /metrics")
                     return
                 if not body:
-                    self.send_error(503, "no refresh yet")
+                    self.send_error(503, target._why[:200])
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", CONTENT_TYPE)
@@ -49,6 +50,11 @@ class ScrapeTarget:
 
     def update(self, exposition: str) -> None:
         self._body = exposition.encode("utf-8")
+
+    def stale(self, why: str) -> None:
+        """The figures can no longer be told (the service does not answer): 503 until the next update, so that
+        Prometheus marks the target down rather than keep old values that look current."""
+        self._why, self._body = why, b""
 
     def close(self) -> None:
         self._server.shutdown()

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -152,6 +153,50 @@ def test_the_scrape_target_answers_while_the_watch_runs_and_is_gone_after(busy, 
         urllib.request.urlopen(url.group(1), timeout=2)
     bad = proc.run(["--config", config, "inspect", "--serve-metrics", "9308"], env)
     assert bad.returncode == 2 and b"add --watch" in bad.stderr
+
+
+def _scrape(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _until(predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.1)
+
+
+def test_the_scrape_target_outlives_an_outage_of_the_service_and_says_so(busy):
+    """The service answers 503 to everything for a while (past the client's retries): the watch goes on, the
+    scrape target answers 503 (Prometheus marks it down, never stale figures that look current), and it serves
+    again once the service answers."""
+    from ocigroup_cli.emulator.faults import FaultPlan
+
+    sdk, _, config, env = busy
+    args = [proc.exe(), "--config", config, "-o", "json", "inspect", "--watch", "--interval", "0.3s"]
+    watch = subprocess.Popen([*args, "--serve-metrics", "0"], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    httpd = sdk.server.httpd
+    try:
+        url = re.search(r"(http://127\.0\.0\.1:\d+/metrics)", watch.stderr.readline()).group(1)
+        _until(lambda: _scrape(url) == 200)
+        httpd.faults = FaultPlan(unavailable=1.0)
+        _until(lambda: _scrape(url) == 503, timeout=30)  # once the deadline (5 s) passed
+        assert watch.poll() is None  # still watching
+        httpd.faults = None
+        _until(lambda: _scrape(url) == 200, timeout=30)
+    finally:
+        httpd.faults = None
+        watch.send_signal(signal.SIGINT)
+        code = watch.wait(timeout=20)
+        err = watch.stderr.read()
+        watch.stderr.close()
+    assert code == 130 and "Traceback" not in err, err
+    assert "showing the last look, trying again at each refresh" in err and "the service answers again, after" in err
 
 
 def test_where_a_scrape_target_or_a_textfile_cannot_be_there_is_one_line_with_the_right_fix(busy, tmp_path):

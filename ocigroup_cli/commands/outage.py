@@ -1,0 +1,52 @@
+"""A `--watch` outlives the service's outages: an exporter that exits when the service is down for a minute
+leaves its scrape target gone and its alerts blind just when they matter. While the service cannot be reached
+(the client's retries spent), the watch keeps its last look on the screen with a line saying since when, the
+scrape target answers 503 (Prometheus records `up` 0 and the series go stale), the textfile is left as it was
+(node_exporter's `node_textfile_mtime_seconds` tells its age), and it tries again at each refresh. A first look
+that fails is an error as before: the profile may be wrong, and there is nothing to show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ocigroup_cli import console
+from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339
+from ocigroup_cli.errors import OcigroupError, TransientError
+
+PASSING = (TransientError,)  # unreachable, no answer in time, throttled or failing past the retries
+
+
+@dataclass
+class Outage:
+    since_ms: int | None = None  # when the first failed look began
+    last_good_ms: int | None = None  # when the look shown was taken
+    cause: str = ""
+    error: OcigroupError | None = None  # the latest failure, while it lasts
+
+    def good(self, now_ms: int) -> None:
+        """A look succeeded: an outage, if one was going on, is over (said on stderr)."""
+        if self.since_ms is not None:
+            console.notice(f"the service answers again, after {human_duration((now_ms - self.since_ms) / 1000)}")
+        self.since_ms, self.last_good_ms, self.error = None, now_ms, None
+
+    def failed(self, exc: OcigroupError, now_ms: int, on_screen: bool) -> None:
+        """A look failed in a way that may pass: warned once per outage (the screen says it itself)."""
+        if self.since_ms is None:
+            self.since_ms = now_ms
+            if not on_screen:
+                console.warn(f"{exc.message.rstrip('.')}; showing the last look, trying again at each refresh")
+        self.cause, self.error = exc.message.rstrip("."), exc
+
+    def still(self) -> None:
+        """At the watch's end: raise the failure of its last refresh, if that one failed (exit 4)."""
+        if self.error is not None:
+            raise self.error
+
+    def line(self, now_ms: int) -> str | None:
+        """What the screen and the scrape target say while it lasts; None when the service answers."""
+        if self.since_ms is None:
+            return None
+        shown = "" if self.last_good_ms is None else f"; showing the look of {ms_to_rfc3339(self.last_good_ms)[11:19]}Z"
+        return (
+            f"the service has not answered for {human_duration((now_ms - self.since_ms) / 1000)}{shown} ({self.cause})"
+        )
