@@ -100,18 +100,20 @@ def _looks(s: Session, wanted: list[str], now_ms: int, looks: Looks, told: set[s
     """Every group looked at once (each partition read once for all, ops/shared_reach.py), remembered and judged;
     a group gone from the service (expired unused) is left out, from the metrics too, and said once (even with -q
     for a group the profile lists: a misspelt name must not silence a team's alerts)."""
-    from ocigroup_cli.ops.groups import remember
+    from ocigroup_cli.ops.groups import close_to, remember
     from ocigroup_cli.ops.health import assess
     from ocigroup_cli.ops.shared_reach import describe_all
 
     looked = []
-    for name, view in describe_all(s.client, s.stream, wanted, now_ms, looks.lag_cap).items():
+    views = describe_all(s.client, s.stream, wanted, now_ms, looks.lag_cap)
+    for name, view in views.items():
         if view is None:
             if name not in told:
                 told.add(name)
-                listed = name in s.profile.settings.groups
-                console.notice(f"group {name!r} does not exist on stream {s.stream.name!r} (any more): left out",
-                               quiet_too=listed)  # fmt: skip
+                close = close_to(s.stream.id, name, [g for g, v in views.items() if v is not None])
+                mean = f"; did you mean {close!r}?" if close else ""
+                console.notice(f"group {name!r} does not exist on stream {s.stream.name!r} (any more): left out{mean}",
+                               quiet_too=name in s.profile.settings.groups)  # fmt: skip
             continue
         remember(s.stream.id, name, now_ms)
         looked.append((view, assess(view, s.stream.id, now_ms, looks.window_ms or 600_000)))

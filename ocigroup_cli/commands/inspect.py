@@ -383,11 +383,9 @@ def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[Gro
                     metrics.update(s, view, verdict, now)
                 if live is None:
                     _print(view, verdict, events, looks.out, looks.watch, looks.brief, g.repeated())
-            if live is not None:
-                live.update(
-                    _screen(view, verdict, tracker.members(now), shown, now, outage.line(g.clock.time_ms())),
-                    refresh=True,
-                )
+            if live is not None:  # members as of the look shown (in an outage, the last one that answered)
+                members = tracker.members(outage.last_good_ms or now)
+                live.update(_screen(view, verdict, members, shown, now, outage.line(g.clock.time_ms())), refresh=True)
             if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
                 outage.still()  # the last refresh failed: its error is the exit
                 return view, verdict

@@ -37,7 +37,7 @@ class Catchup:
     @property
     def eta_s(self) -> float | None:
         """Seconds until the lag is gone at these rates; None when it is not shrinking (or nothing waits)."""
-        if self.lag <= 0 or self.offset_gain <= 0:
+        if self.lag <= 0 or self.offset_gain <= 0 or self.gain < NOISE:  # within NOISE: keeping pace
             return None
         return self.distance / self.offset_gain
 

@@ -7,10 +7,10 @@ Rules, applied to one partition's samples inside the window (the newest sample i
   of the window (an instance that died: its reservation ran out, and nobody took the partition over). The reason
   says what the samples show and no more: how many samples in a row saw nobody, over how long (nobody may have
   been seen between samples; what was not sampled is not claimed).
-- STALLED (ERROR): messages have waited in every sample over `min_span_ms` or more, an instance held the
-  partition, and its committed offset has not moved meanwhile (a sample where nothing waited ends the stall:
-  messages that just arrived are not one). The stall stays one when the instance's reservation runs out, so a
-  dying consumer goes from STALLED to STOPPED without a better verdict between.
+- STALLED (ERROR): messages waited in every sample of the window, an instance held the partition, and its
+  committed offset has not moved over the window (a sample where nothing waited clears it: messages that just
+  arrived are no stall). The stall stays one when the instance's reservation runs out, so a dying consumer goes
+  from STALLED to STOPPED without a better verdict between.
 - REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say; to
   nothing committed, a reset to before the oldest message, included).
 - LAGGING (WARN): the committed offset moves, but the lag grew from every sample to the next over three samples
@@ -139,15 +139,17 @@ def _unowned_run(samples: Sequence[Sample], min_span_ms: int) -> list[Sample]:
 
 
 def _stalled_run(window: Sequence[Sample], min_span_ms: int) -> list[Sample]:
-    """The samples, newest first, in which messages waited and the committed offset stayed where it is now, back
-    to the first of them, if they span `min_span_ms` and an instance held the partition in one of them (its
-    reservation may have run out since: a stalled consumer dropped is still stalled, until STOPPED says more);
-    else empty. Messages that only just arrived are not a stall: a sample where nothing waited ends the run."""
+    """The window's samples, newest first, if messages waited in every one of them, the committed offset stayed
+    where it is now over the whole window, they span `min_span_ms`, and an instance held the partition in one of
+    them (its reservation may have run out since: a stalled consumer dropped is still stalled, until STOPPED says
+    more); else empty. A consumer that commits now and then within the window is not stalled, and messages that
+    arrived since a sample where nothing waited are not a stall (Burrow's rule: no lag at some point is fine)."""
     now = window[-1]
-    run = list(itertools.takewhile(lambda s: s.lag > 0 and s.committed == now.committed, reversed(window)))
-    if not run or now.at_ms - run[-1].at_ms < max(min_span_ms, 1) or not any(s.owner for s in run):
+    if any(s.lag == 0 or s.committed != now.committed for s in window) or not any(s.owner for s in window):
         return []
-    return run
+    if now.at_ms - window[0].at_ms < max(min_span_ms, 1):
+        return []
+    return list(reversed(window))
 
 
 def _growing(window: Sequence[Sample]) -> bool:

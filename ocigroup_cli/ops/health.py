@@ -19,6 +19,9 @@ from ocigroup_cli.paths import replace_file, state_dir, state_writes
 KEEP_SAMPLES = 400  # per group: hours at cron's pace, 13 minutes of a 2 s watch; small enough to read at once
 
 
+NOT_CONSUMING = ("STALLED", "STOPPED", "LOST")  # verdicts under which nobody reads the partition on
+
+
 @dataclass(frozen=True)
 class Health:
     verdict: str  # the group's: its worst partition's
@@ -130,6 +133,8 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
                 )
         verdict = judge(p.partition, samples, window_ms, min_span_ms)
         pace = catchup([x for x in samples if x.at_ms >= at_ms - window_ms], min_span_ms)
+        if verdict.verdict in NOT_CONSUMING and pace is not None and pace.gain > -NOISE:
+            pace = None  # nobody reads on: no catching up (no ETA) nor keeping pace; falling behind is still told
         unpaced += pace is None and p.lag_messages > 0
         if pace is not None:
             catchups[p.partition] = pace

@@ -26,11 +26,14 @@ class ScrapeTarget:
                 if self.path.split("?")[0] not in ("/metrics", "/"):
                     self.send_error(404, "the metrics are at /metrics")
                     return
-                if not body:
-                    self.send_error(503, target._why[:200])
+                if not body:  # why, whole, as plain text (send_error would cut it and add "high load")
+                    self._answer(503, (target._why + "\n").encode("utf-8"), "text/plain; charset=utf-8")
                     return
-                self.send_response(200)
-                self.send_header("Content-Type", CONTENT_TYPE)
+                self._answer(200, body, CONTENT_TYPE)
+
+            def _answer(self, status: int, body: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -179,3 +179,23 @@ def test_a_quiet_cron_summary_appends_one_json_line_a_run_and_mails_nothing(api_
         assert over.returncode == 5 and len(over.stderr.decode().strip().splitlines()) == 1, over.stderr.decode()
     finally:
         server.stop()
+
+
+def test_a_consumer_gone_after_catching_up_fast_has_no_eta_once_it_is_stopped(cli, sdk, clock):
+    """It read 50 in 20 s, then died: the last minute's rate would say "catching up", but nobody reads on."""
+    sid = _sid(sdk)
+    sdk.put(sid, [("one-key", f"v{i}") for i in range(100)])
+    cursor = sdk.group_cursor(sid, "billing", "a", timeout_in_ms=10_000)
+    sdk.client.consumer_commit(sid, sdk.get(sid, cursor, limit=10)[1])
+    cli("inspect", "--health", "-o", "json")
+    clock.advance_ms(5_000)
+    cursor = sdk.group_cursor(sid, "billing", "a", timeout_in_ms=10_000)
+    sdk.client.consumer_commit(sid, sdk.get(sid, cursor, limit=50)[1])
+    for _ in range(2):  # its reservations run out; two samples 15 s apart see nobody
+        clock.advance_ms(15_000)
+        doc = json.loads(cli("inspect", "--health", "-o", "json").out)
+    health = doc["health"]
+    assert health["verdict"] == "STOPPED" and health["catchup_eta_s"] is None, health
+    assert not any("catching up" in p["reason"] for p in health["partitions"]), health
+    prom = cli("-o", "openmetrics", "inspect").out
+    assert "catchup_seconds" not in "".join(line for line in prom.splitlines() if not line.startswith("#"))

@@ -155,11 +155,13 @@ def test_the_scrape_target_answers_while_the_watch_runs_and_is_gone_after(busy, 
     assert bad.returncode == 2 and b"add --watch" in bad.stderr
 
 
-def _scrape(url: str) -> int:
+def _scrape(url: str, said: list[str] | None = None) -> int:
     try:
         with urllib.request.urlopen(url, timeout=5) as answer:
             return answer.status
     except urllib.error.HTTPError as exc:
+        if said is not None:
+            said.append(exc.read().decode())
         return exc.code
 
 
@@ -185,7 +187,10 @@ def test_the_scrape_target_outlives_an_outage_of_the_service_and_says_so(busy):
         url = re.search(r"(http://127\.0\.0\.1:\d+/metrics)", watch.stderr.readline()).group(1)
         _until(lambda: _scrape(url) == 200)
         httpd.faults = FaultPlan(unavailable=1.0)
-        _until(lambda: _scrape(url) == 503, timeout=30)  # once the deadline (5 s) passed
+        said: list[str] = []
+        _until(lambda: _scrape(url, said) == 503, timeout=30)  # once the deadline (5 s) passed
+        assert re.fullmatch(r"the service has not answered for [\d.]+s; showing the look of \d\d:\d\d:\d\dZ "
+                            r"\(\w+ failed: 503 ServiceUnavailable .*\)\n", said[-1]), said  # fmt: skip
         assert watch.poll() is None  # still watching
         httpd.faults = None
         _until(lambda: _scrape(url) == 200, timeout=30)
@@ -263,7 +268,7 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     """The profile's groups, its group.name and a group seen here; one that is gone is left out, one line says so."""
     sdk, sid, config, env = busy
     doc = yaml.safe_load(Path(config).read_text())
-    doc["profiles"]["test"]["groups"] = ["audit", "gone"]
+    doc["profiles"]["test"]["groups"] = ["audit", "gone", "audti"]
     Path(config).write_text(yaml.safe_dump(doc))
     sdk.group_cursor(sid, "audit", "a-1", timeout_in_ms=60_000)
     done = proc.run(["--config", config, "tail", "payments", "-e", "--instance", "p", "--create"], env)
@@ -275,7 +280,11 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     rows = {row["group"]: row for row in json.loads(r.stdout)}
     assert list(rows) == ["audit", "billing", "payments"]  # profile groups, group.name, then seen ones
     assert "group 'gone' does not exist on stream 'orders' (any more): left out" in r.stderr.decode()
-    assert "error: 1 group(s) the profile lists do not exist: 'gone'." in r.stderr.decode()
+    assert "error: 2 group(s) the profile lists do not exist: 'gone', 'audti'." in r.stderr.decode()
+    assert (
+        "group 'audti' does not exist on stream 'orders' (any more): left out; did you mean 'audit'?"
+        in r.stderr.decode()
+    )
     quiet = proc.run(["-q", *args], env)  # the README's cron lines use -q: the line stays
     assert quiet.returncode == 1 and b"group 'gone' does not exist" in quiet.stderr
     assert rows["payments"]["lag_messages"] == 0 and rows["audit"]["lag_messages"] == 40
@@ -293,7 +302,7 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     over = proc.run([*args[:-2], "--fail-on-lag", "30"], env)
     err = over.stderr.decode()
     assert over.returncode == 5 and "2 group(s) over a threshold: audit: total lag 40 exceeds" in err, err
-    assert "; gone: does not exist." in err
+    assert "; gone: does not exist; audti: does not exist." in err
     assert "billing: total lag" in err and "payments" not in err.split("error:")[1]
     both = proc.run(["--config", config, "inspect", "billing", "--all-groups"], env)
     assert both.returncode == 2 and b"drop GROUP" in both.stderr

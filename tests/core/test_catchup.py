@@ -71,5 +71,7 @@ def test_small_rates_are_told_with_a_decimal_never_as_zero():
     assert slow is not None and slow.text() == "falling behind by 0.4 msg/s"
     crawl = catchup([_s(0, 100, 10, 110), _s(100, 101, 11, 112)])  # 0.01 msg/s behind: noise
     assert crawl is not None and crawl.text() == "keeping pace"
-    gaining = catchup([_s(0, 100, 10, 110), _s(100, 103, 8, 111)])
-    assert gaining is not None and gaining.text() == "catching up at <0.1 msg/s, about 6m 40s"
+    gaining = catchup([_s(0, 100, 10, 110), _s(100, 103, 8, 111)])  # 0.02 msg/s ahead: noise too, no ETA
+    assert gaining is not None and gaining.text() == "keeping pace" and gaining.eta_s is None
+    slowly = catchup([_s(0, 100, 10, 110), _s(100, 110, 3, 113)])
+    assert slowly is not None and slowly.text() == "catching up at 0.1 msg/s, about 43s"

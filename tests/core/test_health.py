@@ -109,8 +109,15 @@ def test_a_dying_consumer_goes_from_stalled_to_stopped_without_a_better_verdict_
 def test_messages_that_only_just_arrived_at_an_idle_consumer_are_not_a_stall():
     h = _history((0, 100, 0, "w1"), (5, 100, 0, "w1"), (6, 100, 3, "w1"))
     assert judge(0, h, 10 * MIN).verdict == "OK"
-    v = judge(0, [*h, *_history((7, 100, 9, "w1"))], 10 * MIN)
+    later = [*h, *_history((7, 100, 9, "w1"))]
+    assert judge(0, later, 10 * MIN).verdict == "OK"  # nothing waited at some point of the window
+    v = judge(0, later, 90_000)  # the window holds the last two samples only: messages waited all along
     assert (v.verdict, v.reason) == ("STALLED", "committed offset 100 has not moved for 1m 00s while 9 wait")
+
+
+def test_a_slow_consumer_that_commits_within_the_window_is_not_stalled():
+    h = _history((0, 100, 5, "w1"), (1, 100, 5, "w1"), (2, 101, 5, "w1"), (3, 101, 6, "w1"))
+    assert judge(0, h, 10 * MIN).verdict == "OK"
 
 
 def test_a_committed_offset_going_back_is_rewound():
