@@ -182,21 +182,32 @@ class StreamingClient(Sender):
     def heartbeat(self, stream: StreamInfo, cursor: str) -> str:
         return self._group_cursor_call("ConsumerHeartbeat", "heartbeat", stream, cursor)
 
-    def commit(self, stream: StreamInfo, cursor: str) -> str:
-        return self._group_cursor_call("ConsumerCommit", "commit", stream, cursor)
+    def commit(self, stream: StreamInfo, cursor: str, patient: Callable[[OcigroupError], None] | None = None) -> str:
+        return self._group_cursor_call("ConsumerCommit", "commit", stream, cursor, patient)
 
-    def _group_cursor_call(self, operation: str, action: str, stream: StreamInfo, cursor: str) -> str:
+    def _group_cursor_call(
+        self,
+        operation: str,
+        action: str,
+        stream: StreamInfo,
+        cursor: str,
+        patient: Callable[[OcigroupError], None] | None = None,
+    ) -> str:
         lane = self.pacer.lane(cursor)
         budget = (operation, stream.id, lane)
-        resp = self._data(operation, stream, "POST", action, query={"cursor": cursor}, budget=budget)
+        resp = self._data(operation, stream, "POST", action, query={"cursor": cursor}, budget=budget, patient=patient)
         following = str(resp.json()["value"])
         if lane is not None:
             self.pacer.note(following, lane)
         return following
 
-    def get_group(self, stream: StreamInfo, group: str) -> list[Reservation]:
+    def get_group(
+        self, stream: StreamInfo, group: str, patient: Callable[[OcigroupError], None] | None = None
+    ) -> list[Reservation]:
+        """The group's reservations; `patient`: transient failures are retried until the service answers."""
+        path = f"groups/{quote(group, safe='')}"
         data = self._data(
-            "GetGroup", stream, "GET", f"groups/{quote(group, safe='')}", budget=("GetGroup", stream.id, group)
+            "GetGroup", stream, "GET", path, budget=("GetGroup", stream.id, group), patient=patient
         ).json()
         return sorted(
             (

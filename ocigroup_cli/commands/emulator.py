@@ -8,7 +8,7 @@ import signal
 import sqlite3
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -134,7 +134,8 @@ def _fault_plan(faults: str, latency_ms: float, seed: int) -> FaultPlan:
     from ocigroup_cli.emulator.faults import FaultPlan, parse_rates
 
     try:
-        return FaultPlan(**parse_rates(faults), latency_ms=latency_ms, seed=seed)
+        rates: dict[str, Any] = dict(parse_rates(faults))
+        return FaultPlan(**rates, latency_ms=latency_ms, seed=seed)
     except ValueError as exc:
         raise UsageError(f"--faults: {exc}.") from None
 

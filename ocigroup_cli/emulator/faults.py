@@ -27,6 +27,7 @@ class FaultPlan:
     drop_after: float = 0.0
     latency_ms: float = 0.0
     seed: int = 0
+    only: tuple[str, ...] = ()  # the faults hit only request paths holding one of these (all paths when empty)
     _rng: random.Random = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
@@ -42,6 +43,9 @@ class FaultPlan:
     @property
     def active(self) -> bool:
         return bool(self.throttle or self.unavailable or self.drop or self.drop_after or self.latency_ms)
+
+    def applies(self, path: str) -> bool:
+        return not self.only or any(part in path for part in self.only)
 
     def pick(self) -> Fault:
         with self._lock:

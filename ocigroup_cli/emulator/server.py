@@ -89,7 +89,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         faults = self.server.faults
         fault = Fault.NONE
-        if faults is not None and not self.path.startswith("/_emulator/"):
+        if faults is not None and not self.path.startswith("/_emulator/") and faults.applies(self.path):
             REAL_TIME.sleep(faults.latency_ms / 1000)  # network latency passes in real time, even in test mode
             fault = faults.pick()
         if fault is Fault.DROP:

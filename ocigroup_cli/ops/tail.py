@@ -38,10 +38,11 @@ GROUP_CALLS_SHARE = (
 )
 MOVES_IN_A_ROW = 3  # moves past data loss without a read between: then stop, the loss keeps coming back
 
-# How the instance loop meets a failed read. Outages and throttling never get here: reads are patient, the client
-# waits them out (TransientError). A refused cursor expired (a stall of over 5 minutes) or comes from an earlier
-# run: join again, from the committed offsets. A commit refused for a partition that moved: a rebalance. A position
-# that left retention: data loss. A stream or group that is gone, or credentials that stopped working, end tail.
+# How the instance loop meets a failed read. Outages and throttling never get here: reads, commits and assignment
+# checks are patient, the client waits them out (TransientError), however long the service is away. A refused
+# cursor expired (a stall of over 5 minutes) or comes from an earlier run: join again, from the committed offsets.
+# A commit refused for a partition that moved: a rebalance. A position that left retention: data loss. A stream or
+# group that is gone, or credentials that stopped working, end tail.
 ON_READ_FAILURE: dict[type[OcigroupError], str] = {
     RetentionLost: "lost",
     UnreservedCommit: "moved",
@@ -156,7 +157,9 @@ class Tail:
         """Commit what was written (`cursor`: at exit, a cursor that carries only written reads)."""
         with self.lock:
             try:
-                following = self.client.commit(self.stream, cursor or self.cursor)
+                # at exit (`cursor`), not patient: Ctrl-C in an outage must not wait for the service
+                patient = None if cursor is not None else self._outage
+                following = self.client.commit(self.stream, cursor or self.cursor, patient=patient)
             except UnreservedCommit:
                 if cursor is None:
                     self._moved()
@@ -175,7 +178,7 @@ class Tail:
 
     def _check_assignment(self) -> None:
         with self.lock:
-            reservations = self.client.get_group(self.stream, self.opts.group)
+            reservations = self.client.get_group(self.stream, self.opts.group, patient=self._outage)
         now_ms = self.clock.time_ms()
         self.stats.members = len({r.instance for r in reservations if r.instance and r.live(now_ms)}) or 1
         mine = tuple(r.partition for r in reservations if r.instance == self.opts.instance)

@@ -177,3 +177,38 @@ def test_peek_says_when_nothing_waits(api_key, tmp_path):
         assert empty.returncode == 0 and empty.stdout == b"" and b"nothing to read in partition 0" in empty.stderr
     finally:
         server.stop()
+
+
+def test_tail_waits_out_an_outage_longer_than_the_deadline_and_reads_on(api_key, tmp_path):
+    """The service fails (503) for longer than deadline_s, GetGroup first: reads, assignment checks and commits are
+    patient, so tail says it waits, and delivers what came meanwhile once the service answers (an outage that met
+    an assignment check first used to end it, exit 4)."""
+    from ocigroup_cli.emulator.faults import FaultPlan
+
+    server = start_server(api_key, SystemClock())
+    tail = None
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=2, name="orders")
+        config = write_config(tmp_path, api_key, server.url, group__name="g", deadline_s=2)
+        out = tmp_path / "t.out"
+        sdk.put(sid, [(f"k{i}", f"a{i}") for i in range(20)])
+        tail = spawn(config, "T", out, {**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert wait_for(lambda: len(values(out)) == 20, 20), out.with_suffix(".err").read_text()
+        for only in [("/groups/",), ()]:  # GetGroup fails first (an assignment check), then every call
+            server.httpd.faults = FaultPlan(unavailable=1.0, only=only)
+            time.sleep(5)  # two deadlines and more
+        assert tail.poll() is None, out.with_suffix(".err").read_text()
+        server.httpd.faults = None
+        sdk.put(sid, [(f"k{i}", f"b{i}") for i in range(20)])
+        assert wait_for(lambda: len(values(out)) == 40, 30), out.with_suffix(".err").read_text()
+    finally:
+        server.httpd.faults = None
+        if tail is not None:
+            tail.send_signal(signal.SIGINT)
+            code = tail.wait(timeout=20)
+        server.stop()
+    err = out.with_suffix(".err").read_text()
+    assert code == 130 and "Traceback" not in err, err
+    assert "waiting for the service, retrying until it answers" in err
+    assert sorted(values(out)) == sorted([f"a{i}" for i in range(20)] + [f"b{i}" for i in range(20)])
