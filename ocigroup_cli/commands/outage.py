@@ -34,7 +34,7 @@ class Outage:
         if self.since_ms is None:
             self.since_ms = now_ms
             if not on_screen:
-                console.warn(f"{exc.message.rstrip('.')}; showing the last look, trying again at each refresh")
+                console.warn(f"{exc.message.rstrip('.')}; the watch goes on, trying again at each refresh")
         self.cause, self.error = exc.message.rstrip("."), exc
 
     def still(self) -> None:

@@ -201,7 +201,7 @@ def test_the_scrape_target_outlives_an_outage_of_the_service_and_says_so(busy):
         err = watch.stderr.read()
         watch.stderr.close()
     assert code == 130 and "Traceback" not in err, err
-    assert "showing the last look, trying again at each refresh" in err and "the service answers again, after" in err
+    assert "; the watch goes on, trying again at each refresh" in err and "the service answers again, after" in err
 
 
 def test_where_a_scrape_target_or_a_textfile_cannot_be_there_is_one_line_with_the_right_fix(busy, tmp_path):
