@@ -5,13 +5,14 @@ cannot list a stream's groups). The --fail-on-* thresholds and the metrics optio
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.outage import PASSING, Outage
+from ocigroup_cli.commands.outage import Outage
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.errors import OcigroupError, ThresholdExceeded
@@ -62,31 +63,24 @@ def run(
     if not wanted:
         console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
     told: set[str] = set()
-    outage = Outage()
     looked: list[tuple[GroupView, Health]] | None = None
     shown: list[tuple[GroupView, Health]] = []
     in_place = looks.watch and looks.out == "table" and console.redraws()
+    outage = Outage(g.clock, metrics, in_place)  # the watch is kept through the service's outages
     with console.live() if in_place else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
-            try:
-                looked = _looks(s, wanted, now, looks, told)
-            except PASSING as exc:  # kept through the service's outages, as one group's watch is
-                if looked is None or not looks.watch:
-                    raise
-                outage.failed(exc, now, live is not None)
-                metrics.stale(outage.line(g.clock.time_ms()) or "")
-            else:
-                outage.good(now)
+            look = functools.partial(_looks, s, wanted, now, looks, told)
+            got = outage.attempt(look, now, kept=looks.watch and bool(looked))
+            if got is not None:
+                looked = got
                 if metrics.wanted:
                     metrics.update_all(s, looked, now)
                 shown = [x for x in looked if not only_lagging or _lagging(x[0])]
                 if live is None:
                     _print(shown, looks.out, looks.watch, s.stream.name)
             if live is not None:
-                live.update(
-                    _table(shown, s.stream.name, outage.line(g.clock.time_ms()) or _refreshed(now)), refresh=True
-                )
+                live.update(_table(shown, s.stream.name, outage.line() or _refreshed(now)), refresh=True)
             if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
                 outage.still()
                 assert looked is not None  # a first look that failed raised

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,7 +14,7 @@ from ocigroup_cli.commands import all_groups as every
 from ocigroup_cli.commands.all_groups import Looks
 from ocigroup_cli.commands.common import fmt, globals_of, load_profile, session
 from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, PostMetricsOpt, ServeMetricsOpt
-from ocigroup_cli.commands.outage import PASSING, Outage
+from ocigroup_cli.commands.outage import Outage
 from ocigroup_cli.core.health import SEVERITIES, fails
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP, lag_text, upper
 from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc3339_ms
@@ -359,33 +360,30 @@ def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[Gro
     """Look at the group once, or every `wait_s` with --watch: in place on a terminal, as documents elsewhere;
     the metrics updated at each look, and a watch kept through the service's outages (commands/outage.py). The
     last look and its verdict."""
-    tracker, outage = Watch(), Outage()
+    tracker = Watch()
     shown: list[Event] = []
     view: GroupView | None = None
     verdict: Health | None = None
     # a dumb terminal cannot redraw in place: it gets every refresh appended
     on_screen = looks.watch and looks.out == "table" and not looks.brief and console.redraws()
+    outage = Outage(g.clock, metrics, on_screen)
     with console.live() if on_screen else contextlib.nullcontext() as live:
         for turn in itertools.count(1):
             now = g.clock.time_ms()
-            try:
-                view, verdict = _look(s, looks.group, now, looks.lag_cap, view, looks.window_ms)
-            except PASSING as exc:
-                if view is None or not looks.watch:
-                    raise
-                outage.failed(exc, now, live is not None)
-                metrics.stale(outage.line(g.clock.time_ms()) or "")
-            else:
-                outage.good(now)
+            look = functools.partial(_look, s, looks.group, now, looks.lag_cap, view, looks.window_ms)
+            got = outage.attempt(look, now, kept=looks.watch and view is not None)
+            if got is not None:
+                view, verdict = got
                 events = tracker.sample(now, _held(view))
                 shown = (shown + events)[-EVENTS_SHOWN:]
                 if verdict is not None and metrics.wanted:
                     metrics.update(s, view, verdict, now)
                 if live is None:
                     _print(view, verdict, events, looks.out, looks.watch, looks.brief, g.repeated())
+            assert view is not None  # a first look that failed raised
             if live is not None:  # members as of the look shown (in an outage, the last one that answered)
                 members = tracker.members(outage.last_good_ms or now)
-                live.update(_screen(view, verdict, members, shown, now, outage.line(g.clock.time_ms())), refresh=True)
+                live.update(_screen(view, verdict, members, shown, now, outage.line()), refresh=True)
             if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
                 outage.still()  # the last refresh failed: its error is the exit
                 return view, verdict
