@@ -1,10 +1,11 @@
 """When a partition will catch up: its consume rate against its produce rate, from two health samples.
 
-Between the oldest and the newest sample of the window, the group consumed what its committed offset moved, and
-the stream received what its newest offset moved. Offsets have gaps, so both are offsets per second, and so is
-their difference: the ETA is the offset distance still to read (newest - committed) over that difference, which
-gaps do not change. The rates are shown in messages per second: offsets per second scaled by the messages per
-offset the live sample counts between the committed and the newest offset. Pure: it is given the samples.
+Between a base sample (about a minute back, see `catchup`) and the live one, the group consumed what its
+committed offset moved, and the stream received what its newest offset moved. Offsets have gaps, so both are
+offsets per second, and so is their difference: the ETA is the offset distance still to read (newest -
+committed) over that difference, which gaps do not change. The rates are shown in messages per second: offsets
+per second scaled by the messages per offset the live sample counts between the committed and the newest offset.
+Pure: it is given the samples.
 """
 
 from __future__ import annotations
