@@ -109,13 +109,11 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
             "STOPPED",
             f"no instance held it in the last {len(run)} samples (over {seen}) while {_waiting(now)} wait",
         )
-    stalled = _stalled_run(window, min_span_ms)
-    if stalled:
-        since = human_duration((now.at_ms - stalled[-1].at_ms) / 1000)
+    if _stalled(window):
         gone = "" if now.owner else "; nobody holds it now"
         if now.committed is None:
-            return Verdict(partition, "STALLED", f"nothing committed for {since} while {_waiting(now)} wait{gone}")
-        return Verdict(partition, "STALLED", f"committed offset {now.committed} has not moved for {since} while "
+            return Verdict(partition, "STALLED", f"nothing committed for {took} while {_waiting(now)} wait{gone}")
+        return Verdict(partition, "STALLED", f"committed offset {now.committed} has not moved for {took} while "
                        f"{_waiting(now)} wait{gone}")  # fmt: skip
     for before, after in itertools.pairwise(window):
         if before.committed is not None and (after.committed is None or after.committed < before.committed):
@@ -138,18 +136,14 @@ def _unowned_run(samples: Sequence[Sample], min_span_ms: int) -> list[Sample]:
     return run
 
 
-def _stalled_run(window: Sequence[Sample], min_span_ms: int) -> list[Sample]:
-    """The window's samples, newest first, if messages waited in every one of them, the committed offset stayed
-    where it is now over the whole window, they span `min_span_ms`, and an instance held the partition in one of
-    them (its reservation may have run out since: a stalled consumer dropped is still stalled, until STOPPED says
-    more); else empty. A consumer that commits now and then within the window is not stalled, and messages that
-    arrived since a sample where nothing waited are not a stall (Burrow's rule: no lag at some point is fine)."""
+def _stalled(window: Sequence[Sample]) -> bool:
+    """Messages waited in every sample of the window (long enough: judge checked its span), the committed offset
+    stayed where it is now over all of it, and an instance held the partition in one of them (its reservation may
+    have run out since: a stalled consumer dropped is still stalled, until STOPPED says more). A consumer that
+    commits now and then within the window is not stalled, and messages that arrived since a sample where nothing
+    waited are not a stall (Burrow's rule: no lag at some point is fine)."""
     now = window[-1]
-    if any(s.lag == 0 or s.committed != now.committed for s in window) or not any(s.owner for s in window):
-        return []
-    if now.at_ms - window[0].at_ms < max(min_span_ms, 1):
-        return []
-    return list(reversed(window))
+    return all(s.lag > 0 and s.committed == now.committed for s in window) and any(s.owner for s in window)
 
 
 def _growing(window: Sequence[Sample]) -> bool:
