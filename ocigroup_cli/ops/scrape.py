@@ -8,6 +8,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_WHY_TYPE = "text/plain; charset=utf-8"  # a 503's reason
 
 
 class _Server6(ThreadingHTTPServer):
@@ -16,22 +17,16 @@ class _Server6(ThreadingHTTPServer):
 
 class ScrapeTarget:
     def __init__(self, host: str, port: int) -> None:
-        self._body = b""  # nothing until the first refresh: a scrape then gets 503, not an empty page
-        self._why = "no refresh yet"
+        # one answer at a time, status and body together: 503 until the first refresh, not an empty page
+        self._answer: tuple[int, bytes, str] = (503, b"no refresh yet\n", _WHY_TYPE)
         target = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                body = target._body
+                status, body, content_type = target._answer
                 if self.path.split("?")[0] not in ("/metrics", "/"):
                     self.send_error(404, "the metrics are at /metrics")
                     return
-                if not body:  # why, whole, as plain text (send_error would cut it and add "high load")
-                    self._answer(503, (target._why + "\n").encode("utf-8"), "text/plain; charset=utf-8")
-                    return
-                self._answer(200, body, CONTENT_TYPE)
-
-            def _answer(self, status: int, body: bytes, content_type: str) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
@@ -52,12 +47,13 @@ class ScrapeTarget:
         return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
 
     def update(self, exposition: str) -> None:
-        self._body = exposition.encode("utf-8")
+        self._answer = (200, exposition.encode("utf-8"), CONTENT_TYPE)
 
     def stale(self, why: str) -> None:
         """The figures can no longer be told (the service does not answer): 503 until the next update, so that
-        Prometheus marks the target down rather than keep old values that look current."""
-        self._why, self._body = why, b""
+        Prometheus marks the target down rather than keep old values that look current. The reason is given whole,
+        as plain text (http.server's send_error would cut it and add "high load")."""
+        self._answer = (503, (why + "\n").encode("utf-8"), _WHY_TYPE)
 
     def close(self) -> None:
         self._server.shutdown()
