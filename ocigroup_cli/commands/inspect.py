@@ -23,6 +23,8 @@ from ocigroup_cli.core.watch import Event, Held, Member, Watch
 from ocigroup_cli.errors import OcigroupError, ThresholdExceeded, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Group
     from rich.table import Table
 
@@ -338,12 +340,11 @@ def inspect(
     metrics = MetricsOut.open(s, out, metrics_file, serve_metrics, post_metrics, watch)
     judged = health or fail_on_health is not None or metrics.wanted or all_groups
     looks = Looks(name, out, watch, brief, lag_cap, int(window_ms) if judged else None, wait_s, iterations)
-    looked: list[tuple[GroupView, Health | None]]
+    looked: Sequence[tuple[GroupView, Health | None]]
     missing: list[str] = []
     try:
         if all_groups:
-            judged_all, missing = every.run(s, g, looks, metrics, only_lagging)
-            looked = list(judged_all)
+            looked, missing = every.run(s, g, looks, metrics, only_lagging)
         else:
             looked = [_run(s, g, looks, metrics)]
     finally:
