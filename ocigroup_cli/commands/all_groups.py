@@ -71,7 +71,7 @@ def run(
         for turn in itertools.count(1):
             now = g.clock.time_ms()
             look = functools.partial(_looks, s, wanted, now, looks, told)
-            got = outage.attempt(look, now, kept=looks.watch and bool(looked))
+            got = outage.attempt(look, now, kept=looks.watch and looked is not None)
             if got is not None:
                 looked = got
                 if metrics.wanted:
