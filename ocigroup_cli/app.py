@@ -193,7 +193,7 @@ def _run(argv: list[str] | None, clock: Clock | None, spark: object) -> int:
         console.interrupted(exc.message)
         return exc.exit_code
     except OcigroupError as exc:
-        console.error(exc.message, exc.hint)
+        console.error(exc.message, exc.hint, exc.command)
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code)

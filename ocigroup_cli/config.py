@@ -266,6 +266,12 @@ class Profile:
             random=secrets.token_hex(4),
         )
 
+    def named_groups(self) -> list[str]:
+        """The groups the profile itself names (its `groups`, and `group.name` unless a command argument gave it)."""
+        source = self.sources.get("group.name", "default")
+        own = None if source == "default" or source.startswith("flag ") else self.settings.group.name
+        return [g for g in dict.fromkeys([*self.settings.groups, own or ""]) if g]
+
     def require(self, value: T | None, key: str, flag: str) -> T:
         """`value` (the setting named `key`), or a ConfigError saying how to give it (`flag`)."""
         if value is None:

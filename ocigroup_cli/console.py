@@ -153,20 +153,29 @@ def interrupted(message: str) -> None:
         notice(message)
 
 
-def warn(message: str) -> None:
-    """A warning on stderr; none with -q (a cron line mails what it prints: errors only)."""
+def warn(message: str, command: str | None = None) -> None:
+    """A warning on stderr, and the command that answers it on a line of its own; none with -q (a cron line
+    mails what it prints: errors only)."""
     with STATUS.lock:
         STATUS.clear()
         if not QUIET:
             _to_stderr(lambda: err().print(f"warning: {message}", style="yellow", markup=False))
+            _command(command)
 
 
-def error(message: str, hint: str | None = None) -> None:
+def error(message: str, hint: str | None = None, command: str | None = None) -> None:
     with STATUS.lock:
         STATUS.clear()
         _to_stderr(lambda: err().print(f"error: {message}", style="bold red", markup=False))
         if hint:
             _to_stderr(lambda: err().print(f"hint: {hint}", markup=False))
+        _command(command)
+
+
+def _command(command: str | None) -> None:
+    """A command to copy, alone on its line and indented, never wrapped (the terminal wraps it, a copy joins it)."""
+    if command:
+        _write_err(f"  {command}\n")
 
 
 def utf8_stdout() -> bool:

@@ -24,10 +24,11 @@ class ExitCode(IntEnum):
 class OcigroupError(Exception):
     exit_code = ExitCode.FAILURE
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, command: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.command = command  # a command for a person or a script to run as it stands: shown on a line of its own
 
 
 class UsageError(OcigroupError):

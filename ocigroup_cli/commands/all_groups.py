@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ocigroup_cli import console
 from ocigroup_cli.commands.outage import Outage
 from ocigroup_cli.core.lag import lag_text
-from ocigroup_cli.core.timefmt import human_duration
+from ocigroup_cli.core.timefmt import human_duration, parse_rfc3339_ms
 from ocigroup_cli.errors import OcigroupError, ThresholdExceeded
 
 if TYPE_CHECKING:
@@ -56,9 +56,9 @@ def names(s: Session) -> list[str]:
 
 def run(
     s: Session, g: Globals, looks: Looks, metrics: MetricsOut, only_lagging: bool
-) -> tuple[list[tuple[GroupView, Health]], list[str]]:
+) -> list[tuple[GroupView, Health]]:
     """Look at every group (each refresh, with --watch: redrawn in place on a terminal); the last looks, for the
-    thresholds, and the groups the profile lists that the service does not have."""
+    thresholds (a group that is gone among them)."""
     wanted = names(s)
     if not wanted:
         console.notice(f"no group is named in the profile (groups, group.name) or known on stream {s.stream.name!r}")
@@ -84,8 +84,7 @@ def run(
             if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
                 outage.still()
                 assert looked is not None  # a first look that failed raised
-                have = {view.group for view, _ in looked}
-                return looked, [name for name in s.profile.settings.groups if name not in have]
+                return looked
             g.clock.sleep(looks.wait_s)
     raise AssertionError("unreachable: the loop returns")  # pragma: no cover
 
@@ -94,28 +93,31 @@ def _looks(s: Session, wanted: list[str], now_ms: int, looks: Looks, told: set[s
     """Every group looked at once (each partition read once for all, ops/shared_reach.py), remembered and judged;
     a group gone from the service (expired unused) is left out, from the metrics too, and said once (even with -q
     for a group the profile lists: a misspelt name must not silence a team's alerts)."""
-    from ocigroup_cli.ops.groups import close_to, remember
+    from ocigroup_cli.ops.groups import close_to, in_use_since, remember, seen
     from ocigroup_cli.ops.health import assess
+    from ocigroup_cli.ops.inspect import gone_view
     from ocigroup_cli.ops.shared_reach import describe_all
 
     looked = []
-    views = describe_all(s.client, s.stream, wanted, now_ms, looks.lag_cap)
-    for name, view in views.items():
-        if view is None:
-            if name not in told:
-                told.add(name)
-                close = close_to(s.stream.id, name, [g for g, v in views.items() if v is not None])
-                mean = f"; did you mean {close!r}?" if close else ""
-                console.notice(f"group {name!r} does not exist on stream {s.stream.name!r} (any more): left out{mean}",
-                               quiet_too=name in s.profile.settings.groups)  # fmt: skip
-            continue
-        remember(s.stream.id, name, now_ms)
+    known = seen(s.stream.id)
+    in_use = {g: t for g in wanted if (t := in_use_since(s.stream.id, g)) is not None}
+    views = describe_all(s.client, s.stream, wanted, now_ms, looks.lag_cap, in_use)
+    for name, found in views.items():
+        view = found or gone_view(s.stream, name, now_ms, known.get(name))
+        if view.gone is not None and name not in told:
+            told.add(name)
+            close = close_to(s.stream.id, name, [g for g, v in views.items() if v is not None])
+            mean = f"; did you mean {close!r}?" if close else ""
+            console.warn(f"group {name!r} is {view.gone.reason(now_ms)}{mean}")
+        if view.gone is None:
+            remember(s.stream.id, name, now_ms)
         looked.append((view, assess(view, s.stream.id, now_ms, looks.window_ms or 600_000)))
     return looked
 
 
 def _lagging(view: GroupView) -> bool:
-    return view.total_lag > 0
+    """A group with a lag, or one that is gone (whose lag nobody knows: an incident stays in sight)."""
+    return view.total_lag > 0 or view.gone is not None
 
 
 def row(view: GroupView, health: Health) -> dict[str, Any]:
@@ -151,27 +153,34 @@ def _print(looked: list[tuple[GroupView, Health]], out: str, watch: bool, stream
     console.emit(doc, out, lambda: _table(looked, stream), one_line=watch)
 
 
-def thresholds(
-    looked: Sequence[tuple[GroupView, Health | None]], check: Any, many: bool, missing: Sequence[str] = ()
-) -> None:
+def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, many: bool) -> None:
     """Every group's crossing of a --fail-on-* threshold, in one exit 5 (`check` raises for one group); `many`:
-    the groups are named (--all-groups), else the one group's message stands as it is. `missing`: groups the
-    profile lists that do not exist, named with the crossings, else an exit 1 of their own."""
+    the groups are named (--all-groups), else the one group's message stands as it is. A group that is gone (used
+    here or named by the profile, and not on the service) is an incident: an exit 1 of its own where no threshold
+    was crossed."""
+    gone = [view for view, _ in looked if view.gone is not None]
     if not many:
         for view, health in looked:
             check(view, health)
+    else:
+        crossed = []
+        for view, health in looked:
+            try:
+                check(view, health)
+            except ThresholdExceeded as exc:
+                crossed.append(f"{view.group}: {exc.message.rstrip('.')}")
+        vanished = [f"{v.group}: gone" for v in gone if not any(c.startswith(f"{v.group}: ") for c in crossed)]
+        if crossed:
+            raise ThresholdExceeded(f"{len(crossed)} group(s) over a threshold: " + "; ".join(crossed + vanished) + ".")
+    if not gone:
         return
-    crossed = []
-    for view, health in looked:
-        try:
-            check(view, health)
-        except ThresholdExceeded as exc:
-            crossed.append(f"{view.group}: {exc.message.rstrip('.')}")
-    gone = [f"{name}: does not exist" for name in missing]
-    if crossed:
-        raise ThresholdExceeded(f"{len(crossed)} group(s) over a threshold: " + "; ".join(crossed + gone) + ".")
-    if missing:
-        raise OcigroupError(
-            f"{len(missing)} group(s) the profile lists do not exist: {', '.join(map(repr, missing))}.",
-            "check the names in the profile's groups ('ocigroup groups list' shows the groups known here)",
-        )
+    hint = (
+        "if it was retired on purpose, 'ocigroup groups forget GROUP'; else start it again from where it should go "
+        "on: 'ocigroup tail GROUP --create --from TIME' (--from earliest: every retained message again)"
+    )
+    if many:
+        names = ", ".join(repr(v.group) for v in gone)
+        raise OcigroupError(f"{len(gone)} group(s) gone from the service: {names}.", hint)
+    view = gone[0]
+    assert view.gone is not None
+    raise OcigroupError(f"group {view.group!r} is {view.gone.reason(parse_rfc3339_ms(view.at))}.", hint)

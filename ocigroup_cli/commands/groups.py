@@ -61,3 +61,25 @@ def _ago(ms: int | None, now_ms: int) -> str:
 
 def _yes(exists: Any) -> str:
     return {True: "yes", False: "no", None: "?"}[exists]
+
+
+@app.command("forget")
+def forget(
+    ctx: typer.Context,
+    group: Annotated[str, typer.Argument(help="A group this machine used on the stream.")],
+) -> None:
+    """Forget a group this machine used on the stream (one retired on purpose): `inspect` and `--all-groups` stop
+    reporting it as gone, and `tail` creates it again without asking.
+
+    \b
+    Example: ocigroup groups forget billing-old
+    """
+    from ocigroup_cli.errors import UsageError
+    from ocigroup_cli.ops.groups import forget as drop
+
+    profile = load_profile(ctx)
+    s = session(ctx, profile)
+    if not drop(s.stream.id, group):
+        raise UsageError(f"group {group!r} is not among the groups used on stream {s.stream.name!r} from here.",
+                         "'ocigroup groups list --offline' shows them")  # fmt: skip
+    console.notice(f"forgot group {group!r} on stream {s.stream.name!r}")

@@ -17,6 +17,7 @@ from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, PostMe
 from ocigroup_cli.commands.outage import Outage
 from ocigroup_cli.core.health import SEVERITIES, fails
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP, lag_text, upper
+from ocigroup_cli.core.loss import summary as losses_summary
 from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import parse_duration_ms
 from ocigroup_cli.core.watch import Event, Held, Member, Watch
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
     from ocigroup_cli.commands.common import Globals
     from ocigroup_cli.ops.health import Health
-    from ocigroup_cli.ops.inspect import GroupView
+    from ocigroup_cli.ops.inspect import GroupView, PartitionView
     from ocigroup_cli.ops.session import Session
 
 
@@ -45,12 +46,15 @@ def _newest(offset: int | None, time: str | None, now_ms: int) -> str | None:
 
 def summary(view: GroupView) -> str:
     """The group in one line: state, members, total lag, the oldest waiting message's age."""
+    if view.gone is not None:
+        return (
+            f"group {view.group} on {view.stream}: GONE, {view.gone.reason(parse_rfc3339_ms(view.at))} (at {view.at})"
+        )
     b = view.balance
     lag = lag_text(view.total_lag, any(p.lag_capped for p in view.partitions), view.total_at_most)
     spread = f"{b.expected_min}-{b.expected_max}" if b.expected_min != b.expected_max else f"{b.expected_max}"
     members = f"{len(b.instances)} member(s)" + (f" with {spread} partition(s) each" if b.instances else "")
-    lost = view.losses
-    loss = f", {len(lost)} partition(s) LOST (up to {sum(x.gone_at_most for x in lost):,} unread)" if lost else ""
+    loss = f", {losses_summary(view.losses)}" if view.losses else ""
     return (
         f"group {view.group} on {view.stream}: {view.state}, {members}, total lag {lag}, "
         f"max time lag {human_duration(view.max_time_lag_s)}{loss} (at {view.at})"
@@ -64,7 +68,7 @@ def _table(view: GroupView) -> Table:
             p.partition,
             p.instance,
             None if p.seconds_left is None else human_duration(p.seconds_left),
-            p.committed_offset if p.lost is None else f"{p.committed_offset} LOST",
+            _committed(p),
             p.next_offset,
             _newest(p.newest_offset, p.newest_time, now),
             lag_text(p.lag_messages, p.lag_capped, p.lag_at_most),
@@ -73,6 +77,13 @@ def _table(view: GroupView) -> Table:
         for p in view.partitions
     ]
     return console.table(COLUMNS, rows)
+
+
+def _committed(p: PartitionView) -> object:
+    if p.lost is None:
+        return p.committed_offset
+    mark = "LOST?" if p.lost.possible else "LOST"
+    return mark if p.committed_offset is None else f"{p.committed_offset} {mark}"
 
 
 def _balance_warnings(view: GroupView, options: str) -> None:
@@ -137,6 +148,8 @@ def _thresholds(view: GroupView, health: Health | None, fail_on_lag: int | None,
         crossed.append(f"time lag {human_duration(view.max_time_lag_s)} exceeds --fail-on-time-lag {fail_on[0]}")
     if health is not None and fail_on[1] is not None and fails(health.verdict, fail_on[1]):
         bad = [f"partition {v.partition} {v.verdict}: {v.reason}" for v in health.partitions if v.verdict != "OK"]
+        if view.gone is not None:
+            bad = [f"the group is {view.gone.reason(parse_rfc3339_ms(view.at))}"]
         crossed.append(f"health {health.verdict} meets --fail-on-health {fail_on[1]}: {'; '.join(bad)}")
     if crossed:
         raise ThresholdExceeded("; and ".join(crossed) + ".")
@@ -165,7 +178,7 @@ def _held(view: GroupView) -> list[Held]:
             parse_rfc3339_ms(p.reserved_until) if p.reserved_until else None,
             p.committed_offset,
             p.lag_messages,
-            None if p.lost is None else p.lost.gone_at_most,
+            None if p.lost is None else p.lost.brief(),
         )
         for p in view.partitions
     ]
@@ -234,16 +247,24 @@ def _look(
     """One look at the group: described (each partition probed first where its newest message was, on the look
     `before` or the last run), remembered for the next look and run, and judged over `window_ms` if given (a
     health sample is kept either way, where the state directory can be written)."""
-    from ocigroup_cli.errors import ConfigError
-    from ocigroup_cli.ops.groups import named, remember
+    from ocigroup_cli.errors import ConfigError, NotFound
+    from ocigroup_cli.ops.groups import group_missing, in_use_since, remember, seen, unknown
     from ocigroup_cli.ops.health import assess, record
-    from ocigroup_cli.ops.inspect import describe
+    from ocigroup_cli.ops.inspect import describe, gone_view
     from ocigroup_cli.ops.newest import last_seen, note_seen
 
     hints = before.newest_ms() if before else last_seen(s.stream.id)
-    with named(s.stream, group, list(s.profile.file_groups)):
-        view = describe(s.client, s.stream, group, now_ms, lag_cap, hints, before)
-    if before is None:
+    try:
+        view = describe(s.client, s.stream, group, now_ms, lag_cap, hints, before, in_use_ms=in_use_since(s.stream.id,
+                        group))  # fmt: skip
+    except NotFound as exc:
+        if not group_missing(exc):
+            raise
+        last = seen(s.stream.id).get(group)
+        if last is None and group not in s.profile.named_groups():  # never seen, never named: a typo, maybe
+            raise unknown(s.stream, group, list(s.profile.file_groups), exc) from None
+        view = gone_view(s.stream, group, now_ms, last)  # an incident: the group this machine used is gone
+    if before is None and view.gone is None:
         remember(s.stream.id, group, now_ms)
     note_seen(s.stream.id, view.newest_ms())
     if window_ms is not None:
@@ -282,7 +303,9 @@ AllGroupsOpt = Annotated[
         "--all-groups", help="Every group of the profile's groups and those seen on the stream here: one line each."
     ),
 ]
-OnlyLaggingOpt = Annotated[bool, typer.Option("--only-lagging", help="With --all-groups: only groups with a lag.")]
+OnlyLaggingOpt = Annotated[
+    bool, typer.Option("--only-lagging", help="With --all-groups: only groups with a lag (and those gone).")
+]
 InspectOutput = Annotated[
     str | None,
     typer.Option(
@@ -341,18 +364,14 @@ def inspect(
     judged = health or fail_on_health is not None or metrics.wanted or all_groups
     looks = Looks(name, out, watch, brief, lag_cap, int(window_ms) if judged else None, wait_s, iterations)
     looked: Sequence[tuple[GroupView, Health | None]]
-    missing: list[str] = []
     try:
-        if all_groups:
-            looked, missing = every.run(s, g, looks, metrics, only_lagging)
-        else:
-            looked = [_run(s, g, looks, metrics)]
+        looked = every.run(s, g, looks, metrics, only_lagging) if all_groups else [_run(s, g, looks, metrics)]
     finally:
         metrics.close()
     fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
     limit = None if time_limit < 0 else time_limit
     check = lambda view, verdict: _thresholds(view, verdict, fail_on_lag, limit, fail_on)  # noqa: E731
-    every.thresholds(looked, check, all_groups, missing)
+    every.thresholds(looked, check, all_groups)
     if metrics.refused:  # a cron line must not pass while its alarms go blind
         raise OcigroupError(f"OCI Monitoring refused {len(metrics.refused)} metric(s): {metrics.refused[0]}.")
 

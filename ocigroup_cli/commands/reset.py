@@ -105,7 +105,7 @@ def reset(
         )
     out = fmt(ctx, output)
     for x in the_plan.losses:  # what the group lost before this reset, whatever the reset does
-        console.warn(f"{x.text()}; after the reset it reads from offset {x.first_retained} at the earliest")
+        console.warn(f"{x.text()}; after the reset {x.reads_on()} at the earliest")
     if save_plan is not None:
         again = _save(s, the_plan, Path(save_plan), g.clock.time_ms(), g.repeated())
     if not _go_ahead(the_plan, out, execute, force, yes, again):

@@ -28,6 +28,7 @@ from ocigroup_cli.errors import DataLost, Interrupted, ReaderGone, UsageError
 if TYPE_CHECKING:
     from ocigroup_cli.commands.common import Globals
     from ocigroup_cli.config import Profile
+    from ocigroup_cli.core.models import StreamInfo
     from ocigroup_cli.ops.session import Session
     from ocigroup_cli.ops.tail import Tail, TailStats
 
@@ -141,7 +142,7 @@ def tail(
     try:  # SIGTERM arrives as KeyboardInterrupt (app.py)
         if peek_:
             with named(s.stream, name, list(profile.file_groups)):
-                if not peek(s.client, s.stream, name, sink, max_messages, partition, offset):
+                if not peek(s.client, s.stream, name, sink, max_messages, partition, offset, console.warn):
                     where = "" if partition is None else f" in partition {partition}"
                     console.notice(f"nothing to read{where} after {'offset' if offset is not None else 'the commit'}")
             return
@@ -190,7 +191,7 @@ def _instance(
     """The group instance this tail runs as, once it is clear that it may join (a new group, or live instances),
     while no other process on this host runs as the same instance."""
     from ocigroup_cli.ops.claim import claim_instance
-    from ocigroup_cli.ops.groups import remember
+    from ocigroup_cli.ops.groups import in_use_since, remember
     from ocigroup_cli.ops.peek import live_others
     from ocigroup_cli.ops.tail import Tail, TailOptions
 
@@ -198,9 +199,11 @@ def _instance(
     with claim_instance(s.stream.id, name, me, chosen=profile.sources["group.instance"] != "default"):
         others = live_others(s.client, s.stream, name, me, g.clock.time_ms())
         if others is None:
-            _creating(s.stream.id, name, start, list(profile.file_groups), create)
+            _creating(s.stream, name, start, list(profile.file_groups), create, g.clock.time_ms())
         confirm_joining(name, others or [], join_live, "--peek to read without joining")
-        options = TailOptions.of(profile.settings.group, name, me, start, options=g.repeated(), **limits)
+        since = in_use_since(s.stream.id, name)
+        options = TailOptions.of(profile.settings.group, name, me, start, options=g.repeated(), in_use_ms=since,
+                                 **limits)  # fmt: skip
         status = _status_line(g.clock) if console.STATUS.enabled() else None
         member = Tail(s.client, s.stream, options, g.clock, sink, console.notice, status)
         try:
@@ -217,12 +220,28 @@ def _start(from_: str | None, now_ms: int) -> Position:
         raise UsageError(f"--from: {exc}.") from None
 
 
-def _creating(stream_id: str, group: str, start: Position, named: list[str], create: bool) -> None:
+def _creating(stream: StreamInfo, group: str, start: Position, named: list[str], create: bool, now_ms: int) -> None:
     """`tail` creates a group that does not exist: say so, question a name close to a group used here before or
-    `named` in the profile file (a typo), and on a terminal ask first (unless --create)."""
-    from ocigroup_cli.ops.groups import close_to
+    `named` in the profile file (a typo), and on a terminal ask first (unless --create). A group this machine used
+    that is gone (OCI removed it unused) is an incident: recreated only with --create or a yes at the question,
+    after saying what recreating it replays or skips."""
+    from ocigroup_cli.core.gone import Gone
+    from ocigroup_cli.ops.groups import close_to, forget, seen
 
-    close = close_to(stream_id, group, named)
+    last = seen(stream.id).get(group)
+    if last is not None:
+        gone = Gone(last, stream.retention_hours)
+        said = f"group {group!r} is {gone.reason(now_ms)}. Recreated at {start.describe()}, {_recreated(start, last)}"
+        if create:
+            console.warn(f"{said}; recreating it (--create).")
+        elif not console.is_tty(sys.stdin):
+            raise UsageError(f"{said}.", "pass --create (and --from where it should go on) to recreate it; "
+                             "'ocigroup inspect GROUP' shows what is retained")  # fmt: skip
+        elif not console.ask(f"{said}. Recreate it?"):
+            raise UsageError(f"group {group!r} was not recreated.", "pass --create with --from where it should go on")
+        forget(stream.id, group)  # the new group is a new one: its use here starts now
+        return
+    close = close_to(stream.id, group, named)
     typo = f" Did you mean {close!r}?" if close else ""
     if create or not console.is_tty(sys.stdin):
         console.notice(f"group {group!r} does not exist yet: tail creates it, starting at {start.describe()}.{typo}")
@@ -232,6 +251,21 @@ def _creating(stream_id: str, group: str, start: Position, named: list[str], cre
             f"group {group!r} was not created.",
             "check the name (ocigroup groups list), or pass --create to create it without the question",
         )
+
+
+def _recreated(start: Position, last_ms: int) -> str:
+    """What a group recreated at `start` reads, against where the old one was when last seen here (`last_ms`)."""
+    from ocigroup_cli.core.timefmt import ms_to_rfc3339
+
+    when = ms_to_rfc3339(last_ms) if last_ms else "an unknown time"
+    if start.kind == "TRIM_HORIZON":
+        return "it reads every message still retained again, those the old group had read included"
+    if start.kind == "LATEST":
+        return f"it skips every message published since the old group was last seen here ({when}) and not read"
+    at = start.time_ms or 0
+    if last_ms and at > last_ms:
+        return f"it skips what was published between its last use here ({when}) and {start.describe()}"
+    return f"it replays what was published after {start.describe()}, some the old group had read (last seen {when})"
 
 
 RATE_WINDOW_S = 10.0  # the status line's rate: over the last seconds, not since the start (a first batch's burst)

@@ -1,8 +1,9 @@
 """A consumer-health verdict per partition, in the spirit of LinkedIn's Burrow, from a short history of samples.
 
 Rules, applied to one partition's samples inside the window (the newest sample is "now"); the first that holds:
-- LOST (ERROR): the committed offset has left the stream's retention: messages expired before the group read them,
-  and the service refuses the group's reads until it is moved (reset). Known from the live sample alone.
+- LOST (ERROR): messages expired before the group read them (its committed offset has left the stream's
+  retention, or, possibly, a partition it never committed lost what came after its start), and the service refuses
+  the group's reads until it is moved (reset). Known from the live sample alone.
 - STOPPED (ERROR): messages wait and no live instance has held the partition in the last two samples or more
   of the window (an instance that died: its reservation ran out, and nobody took the partition over). The reason
   says what the samples show and no more: how many samples in a row saw nobody, over how long (nobody may have
@@ -33,7 +34,8 @@ from dataclasses import dataclass
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 
-VERDICTS = {"OK": 0, "UNKNOWN": 1, "LAGGING": 2, "REWOUND": 2, "STALLED": 3, "STOPPED": 3, "LOST": 3}
+# GONE: the group itself no longer exists on the service (core/gone.py), a verdict for the whole group
+VERDICTS = {"OK": 0, "UNKNOWN": 1, "LAGGING": 2, "REWOUND": 2, "STALLED": 3, "STOPPED": 3, "LOST": 3, "GONE": 3}
 SEVERITIES = ("OK", "UNKNOWN", "WARN", "ERROR")
 MIN_SPAN_MS = 10_000  # a trend over less than this is noise (a watch a tenth of a second apart)
 LAGGING_SAMPLES = 3  # lag growing from one sample to the next, twice in a row
@@ -49,7 +51,7 @@ class Sample:
     capped: bool  # the count reached the cap: at least `lag`
     owner: str | None  # the live instance holding it, if any
     at_most: int | None = None  # past the cap, the upper bound the newest offset gave
-    lost: int | None = None  # the committed offset has left retention: at most this many messages were lost
+    lost: str | None = None  # messages lost to retention before the group read them: how many (Loss.brief)
     newest: int | None = None  # the partition's newest offset, where it was found (the stream's end)
 
     @property
@@ -81,12 +83,9 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
         return Verdict(partition, "UNKNOWN", "no samples")
     now = history[-1]
     if now.lost is not None:
-        return Verdict(
-            partition,
-            "LOST",
-            f"committed offset {now.committed} has left retention: up to {now.lost:,} message(s) expired unread; "
-            "the group cannot read on until it is reset",
-        )
+        what = "nothing committed, and earlier messages expired" if now.committed is None else (
+            f"committed offset {now.committed} has left retention")  # fmt: skip
+        return Verdict(partition, "LOST", f"{what}: {now.lost}; the group cannot read on until it is reset")
     window = [s for s in history if s.at_ms >= now.at_ms - window_ms]
     span = now.at_ms - window[0].at_ms
     if len(window) < 2 or span < min_span_ms or span <= 0:

@@ -3,7 +3,12 @@
 A group's committed offset C has left retention when the oldest retained offset F is past C + 1: the messages at
 the offsets between expired before the group read them. The service then refuses the group's reads until the
 group is moved (UpdateGroup). Offsets have gaps, so the offsets between say how many messages were lost at most,
-not how many exactly (with dense offsets, exactly).
+not how many exactly (with dense offsets, exactly). When nothing is retained in the partition any more, the
+service still tells whether the read after C is refused, but not how many messages expired: an unknown number.
+
+A partition the group never committed reads on from where the group started, which no answer shows. When the
+group is known to have existed before the oldest retained message, and earlier messages expired, those published
+after its start were lost unread: a possible loss, given with its evidence.
 
 Moving the group is all or nothing (UpdateGroup moves every partition), so the position to move to is a time: the
 earliest next-unread message over all partitions. AT_TIME then skips nothing that is still retained anywhere (the
@@ -13,6 +18,8 @@ after that time. Pure: it is given what the service answered.
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,34 +30,85 @@ from ocigroup_cli.core.timespec import LATEST, Position
 @dataclass(frozen=True)
 class Loss:
     partition: int
-    committed: int  # the group's committed offset, no longer retained
-    first_retained: int  # the oldest offset still retained
-    first_retained_time: str  # its timestamp
+    committed: int | None  # the group's committed offset, no longer retained (None: nothing committed)
+    first_retained: int | None  # the oldest offset still retained (None: nothing is retained)
+    first_retained_time: str | None  # its timestamp
+    possible: bool = False  # not certain: nothing committed, in a group older than the oldest retained message
+    since: str | None = None  # a possible loss's evidence: the group was in use by then
 
     @property
-    def gone_at_most(self) -> int:
-        """How many messages were lost at most: the offsets between (some may be gaps)."""
-        return self.first_retained - self.committed - 1
+    def gone_at_most(self) -> int | None:
+        """How many messages were lost at most: the offsets between (some may be gaps); None when unknown."""
+        if self.first_retained is None:
+            return None
+        return self.first_retained - (-1 if self.committed is None else self.committed) - 1
+
+    def amount(self) -> str:
+        """`up to 12`, `an unknown number`, `possibly up to 40`."""
+        n = self.gone_at_most
+        return ("possibly " if self.possible else "") + ("an unknown number" if n is None else f"up to {n:,}")
+
+    def brief(self) -> str:
+        """`up to 12 unread`, `an unknown number unread`, `possibly up to 40 unread`."""
+        return f"{self.amount()} unread"
 
     def text(self) -> str:
-        n = self.gone_at_most
-        span = f"offset {self.committed + 1}" if n == 1 else f"offsets {self.committed + 1}-{self.first_retained - 1}"
+        """One line for a person: what shows the loss, and how much."""
+        p, n = self.partition, self.gone_at_most
+        if self.possible and self.committed is not None:
+            return (
+                f"partition {p}: messages after committed offset {self.committed} possibly lost: nothing is retained "
+                "there, and the service makes no cursor after that offset to tell (how many is unknown)"
+            )
+        if self.possible:
+            where = (
+                "nothing is retained there and earlier messages expired"
+                if self.first_retained is None
+                else f"offsets before {self.first_retained} expired (the oldest retained, {self.first_retained_time})"
+            )
+            amount = "how many is unknown" if n is None else f"how many of up to {n:,} is unknown"
+            return (
+                f"partition {p}: messages possibly lost: nothing was committed there, {where}, and the group was in "
+                f"use by {self.since}, before them: those after the group's start expired unread ({amount})"
+            )
+        if self.first_retained is None or n is None:
+            return (
+                f"partition {p}: committed offset {self.committed} has left retention and nothing is retained there "
+                f"any more: the messages after it expired unread (how many is unknown)"
+            )
+        c = -1 if self.committed is None else self.committed
+        span = f"offset {c + 1}" if n == 1 else f"offsets {c + 1}-{self.first_retained - 1}"
         return (
-            f"partition {self.partition}: committed offset {self.committed} has left retention; the oldest retained "
+            f"partition {p}: committed offset {self.committed} has left retention; the oldest retained "
             f"is {self.first_retained} ({self.first_retained_time}): up to {n:,} message(s) lost ({span})"
         )
+
+    def reads_on(self) -> str:
+        """Where the group reads on in this partition once moved."""
+        if self.first_retained is None:
+            return "it reads on from the next new message"
+        return f"it reads on from offset {self.first_retained}"
 
     @classmethod
     def from_json(cls, partition: int, doc: dict[str, Any]) -> Loss:
         """What `to_json` wrote (a saved reset plan's); KeyError for a missing field."""
-        return cls(partition, doc["committed_offset"], doc["first_retained_offset"], doc["first_retained_time"])
+        return cls(
+            partition,
+            doc["committed_offset"],
+            doc["first_retained_offset"],
+            doc["first_retained_time"],
+            bool(doc.get("possible", False)),
+            doc.get("in_use_by"),
+        )
 
     def to_json(self) -> dict[str, object]:
         return {
             "committed_offset": self.committed,
             "first_retained_offset": self.first_retained,
             "first_retained_time": self.first_retained_time,
-            "lost_at_most": self.gone_at_most,
+            "lost_at_most": self.gone_at_most,  # null: unknown
+            "possible": self.possible,
+            "in_use_by": self.since,
         }
 
 
@@ -59,6 +117,46 @@ def loss(partition: int, committed: int | None, oldest: int | None, oldest_time:
     if committed is None or oldest is None or oldest_time is None or oldest <= committed + 1:
         return None
     return Loss(partition, committed, oldest, oldest_time)
+
+
+def refused_after(partition: int, committed: int, oldest: int | None, oldest_time: str | None) -> Loss:
+    """The service refused the read after `committed` for retention: a certain loss, however much the oldest
+    retained message (None: nothing is retained) shows."""
+    return Loss(partition, committed, oldest, oldest_time)
+
+
+def possible_loss(
+    partition: int,
+    oldest: tuple[int, str] | None,
+    expired: bool,
+    in_use_ms: int | None,
+    horizon_ms: int,
+) -> Loss | None:
+    """A partition the group never committed: possibly lost when messages before the oldest retained one (offset,
+    time) expired (`expired`: where nothing is retained, whether anything did) and the group was in use by
+    `in_use_ms`, before the oldest retained message; where nothing is retained, before `horizon_ms` (now minus the
+    retention period: a group in use since then saw every message published after it, and nothing is retained)."""
+    if in_use_ms is None or not expired:
+        return None
+    if in_use_ms >= (horizon_ms if oldest is None else parse_rfc3339_ms(oldest[1])):
+        return None
+    first, first_time = oldest if oldest is not None else (None, None)
+    return Loss(partition, None, first, first_time, True, ms_to_rfc3339(in_use_ms))
+
+
+def summary(losses: Sequence[Loss]) -> str:
+    """`2 partition(s) LOST (up to 12 unread; partition 3 an unknown number)`, then the possible ones."""
+    certain = [x for x in losses if not x.possible]
+    possible = [x for x in losses if x.possible]
+    parts = []
+    for kind, group in (("LOST", certain), ("possibly LOST", possible)):
+        if not group:
+            continue
+        known = [x.gone_at_most for x in group if x.gone_at_most is not None]
+        amounts = [f"up to {sum(known):,} unread"] if known else []
+        amounts += [f"partition {x.partition} an unknown number" for x in group if x.gone_at_most is None]
+        parts.append(f"{len(group)} partition(s) {kind} ({'; '.join(amounts)})")
+    return ", ".join(parts)
 
 
 def resume_at(next_unread_ms: list[int | None]) -> Position:
@@ -71,11 +169,11 @@ def resume_at(next_unread_ms: list[int | None]) -> Position:
 
 
 def resume_command(group: str, target: Position, options: str = "") -> str:
-    """The command that moves `group` to `target`, for a person to run (or review first without --execute).
-    With --force: the group's instances are stuck on the loss too (or just stopped on it, their reservations not
-    yet run out), and the move is what they need."""
+    """The command that moves `group` to `target`, for a person or a script to run as it stands (--yes: no
+    question, which a script cannot answer). With --force: the group's instances are stuck on the loss too (or
+    just stopped on it, their reservations not yet run out), and the move is what they need."""
     to = "latest" if target.kind == "LATEST" else ms_to_rfc3339(target.time_ms or 0)
-    return f"ocigroup{options} reset {group} --to {to} --execute --force"
+    return f"ocigroup{options} reset {shlex.quote(group)} --to {to} --execute --force --yes"
 
 
-__all__ = ["Loss", "loss", "parse_rfc3339_ms", "resume_at", "resume_command"]
+__all__ = ["Loss", "loss", "parse_rfc3339_ms", "possible_loss", "refused_after", "resume_at", "resume_command"]

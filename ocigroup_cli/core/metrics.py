@@ -47,6 +47,9 @@ FAMILIES = {
         Family("group_members", "ocigroup_consumergroup_members", "Live instances holding partitions."),
         Family("group_health_severity", "ocigroup_consumergroup_health",
                "The group's health (its worst partition's): 0 OK, 1 UNKNOWN, 2 WARN, 3 ERROR."),
+        Family("group_gone", "ocigroup_consumergroup_gone",
+               "1: the group no longer exists on the service (OCI removes one unused for the stream's retention) "
+               "though it was used here or the profile names it; 0: it exists."),
         Family("group_catchup_seconds", "ocigroup_consumergroup_catchup_seconds",
                "Seconds until every partition has caught up (absent: one is not catching up, or nothing waits)."),
         Family("owner", "ocigroup_consumergroup_partition_owner",

@@ -24,7 +24,7 @@ class Held:
     until_ms: int | None  # its reservation's end
     committed: int | None
     lag: int
-    lost: int | None = None  # its committed offset has left retention: at most this many messages were lost
+    lost: str | None = None  # messages it can no longer read: how many (`up to 12 unread`, Loss.brief)
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,11 @@ class Watch:
                 self._lost.add(h.partition)
                 if first:
                     continue
-                gone = f"up to {h.lost:,} unread"
-                text = f"partition {h.partition}: LOST, committed offset {h.committed} left retention ({gone})"
+                if h.committed is None:
+                    text = f"partition {h.partition}: possibly LOST, nothing committed and earlier messages expired"
+                else:
+                    text = f"partition {h.partition}: LOST, committed offset {h.committed} left retention"
+                text += f" ({h.lost})"
                 events.append(Event(now_ms, "lost", text))
             elif h.lost is None and h.partition in self._lost:
                 self._lost.discard(h.partition)

@@ -67,10 +67,9 @@ class Backend(Producer):
                 wanted = validate.integer(body, "offset", 0, 2**63 - 1)
                 if wanted is None:
                     raise invalid(f"'offset' is required for a {kind} cursor.")
-                oldest = log.oldest_retained(db, stream.sk, p, cutoff)
                 latest = log.last_offset(db, stream.sk, p)
-                if oldest is None or not oldest <= wanted <= latest:
-                    span = "no retained messages" if oldest is None else f"offsets {oldest} to {latest}"
+                if wanted > latest:  # an expired offset makes a cursor: reading it is refused (get_messages)
+                    span = "no messages yet" if latest < 0 else f"offsets up to {latest}"
                     raise invalid(f"Offset {wanted} is outside partition {p}'s range: it holds {span}.")
                 offset = wanted + (1 if kind == "AFTER_OFFSET" else 0)
         return {"value": self.cursors.encode(PartitionCursor(stream_id, p, offset, now))}
@@ -85,6 +84,8 @@ class Backend(Producer):
             cutoff = log.retention_cutoff(now, stream.retention_hours)
             if isinstance(cursor, PartitionCursor):
                 self._check_read_rate(stream_id, "", [cursor.partition], now)
+                if log.lost_at(db, stream.sk, cursor.partition, cursor.offset, cutoff):
+                    raise retention_lost()  # as a group's read is: messages at or after the cursor expired
                 rows = list(log.read(db, stream.sk, cursor.partition, cursor.offset, cutoff, max_count, budget))
                 next_offset = rows[-1].offset + 1 if rows else cursor.offset
                 token = self.cursors.encode(replace(cursor, offset=next_offset, issued_ms=now))

@@ -26,38 +26,46 @@ class MovedOn:
     replayed: dict[int, str]  # partition -> how many messages it delivers again (as lag_text writes counts)
 
     def lines(self) -> list[str]:
-        out = [f"{x.text()}; it reads on from offset {x.first_retained}" for x in self.lost]
+        out = [f"{x.text()}; {x.reads_on()}" for x in self.lost]
         out += [f"partition {p}: {n} message(s) will be delivered again" for p, n in sorted(self.replayed.items())]
         return out
 
     def summary(self) -> str:
-        lost = ", ".join(f"partition {x.partition} lost up to {x.gone_at_most:,}" for x in self.lost) or "none found"
+        lost = ", ".join(f"partition {x.partition} lost {x.amount()}" for x in self.lost) or "none found"
         again = ", ".join(f"partition {p} replayed {n}" for p, n in sorted(self.replayed.items())) or "none"
         return f"moved on past data loss to {self.target.describe()} (lost: {lost}; replayed: {again})"
 
 
-def refusal(client: StreamingClient, stream: StreamInfo, group: str, options: str = "") -> tuple[list[str], DataLost]:
-    """Why `tail` stops: one line per lost partition, and the error (exit 6) with the command that moves on."""
-    _, reads = next_reads(client, stream, group)
+def refusal(
+    client: StreamingClient, stream: StreamInfo, group: str, options: str = "", in_use: tuple[int, int] | None = None
+) -> tuple[list[str], DataLost]:
+    """Why `tail` stops: one line per partition that lost messages (`in_use`: when the group is known to have been
+    in use, and now, for the partitions it never committed), and the error (exit 6) with the command that moves
+    on."""
+    _, reads = next_reads(client, stream, group, in_use)
     target = resume_at([r.message.timestamp_ms if r.message else None for r in reads])
     lost = [r.lost for r in reads if r.lost is not None]
     lines = [x.text() for x in lost] or [
-        "the service says the group's position has left the stream's retention, on a partition with nothing "
-        "committed or with nothing retained: how much was lost cannot be told"
+        "the service says the group's position has left the stream's retention, but no partition cursor shows "
+        "where: on a partition the group never committed (where it started cannot be seen from outside), "
+        "how much was lost cannot be told"
     ]
-    what = f"{len(lost)} partition(s)" if lost else "a partition"
+    what = f"{len(lost)} partition(s) ({', '.join(str(x.partition) for x in lost)})" if lost else "a partition"
     error = DataLost(
         f"group {group!r} cannot read on: on {what}, messages left the stream's retention before the group read "
         "them; nothing was skipped.",
-        f"to move the group on, skipping nothing still retained: {resume_command(group, target, options)}"
-        " (or run tail with --on-data-loss resume)",
+        "to move the group on, skipping nothing still retained, run the command below (or run tail with "
+        "--on-data-loss resume)",
+        resume_command(group, target, options),
     )
     return lines, error
 
 
-def move_on(client: StreamingClient, stream: StreamInfo, group: str, now_ms: int) -> MovedOn:
+def move_on(
+    client: StreamingClient, stream: StreamInfo, group: str, now_ms: int, in_use_ms: int | None = None
+) -> MovedOn:
     """Move the whole group (UpdateGroup) to the earliest next-unread message over its partitions."""
-    known = next_reads(client, stream, group)
+    known = next_reads(client, stream, group, None if in_use_ms is None else (in_use_ms, now_ms))
     reads = known[1]
     target = resume_at([r.message.timestamp_ms if r.message else None for r in reads])
     the_plan = plan(client, stream, group, target, now_ms, known)

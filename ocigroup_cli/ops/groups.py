@@ -24,32 +24,59 @@ def _file() -> Path:
     return state_dir() / "groups.json"
 
 
-def _load() -> dict[str, dict[str, int]]:
-    """{stream id: {group: last seen (ms)}}; an older version's lists of names read as never seen (0)."""
-    known: dict[str, dict[str, int]] = {}
+def _load() -> dict[str, dict[str, tuple[int, int]]]:
+    """{stream id: {group: (first seen, last seen) in ms}}; an older version's entries read as first seen unknown
+    (its last seen, the earliest time known) and its lists of names as never seen (0)."""
+    known: dict[str, dict[str, tuple[int, int]]] = {}
     for stream_id, groups in read_json_object(_file()).items():
         if isinstance(groups, list):
-            known[stream_id] = {str(name): 0 for name in groups}
+            known[stream_id] = {str(name): (0, 0) for name in groups}
         elif isinstance(groups, dict):
-            known[stream_id] = {str(k): v for k, v in groups.items() if isinstance(v, int)}
+            known[stream_id] = {str(k): times for k, v in groups.items() if (times := _times(v)) is not None}
     return known
 
 
+def _times(value: object) -> tuple[int, int] | None:
+    if isinstance(value, int):
+        return value, value
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return value[0], value[1]
+    return None
+
+
+def _save(known: dict[str, dict[str, tuple[int, int]]]) -> None:
+    with contextlib.suppress(OSError):  # best effort: a read-only state directory changes nothing
+        replace_file(_file(), json.dumps({sid: {g: list(t) for g, t in gs.items()} for sid, gs in known.items()}))
+
+
 def remember(stream_id: str, group: str, now_ms: int) -> None:
-    """Note that `group` exists on the stream and was used at `now_ms`; best effort (a read-only state directory
-    changes nothing)."""
+    """Note that `group` exists on the stream and was used at `now_ms` (and when it was first seen here)."""
     known = _load()
     groups = known.setdefault(stream_id, {})
-    groups.pop(group, None)
-    groups[group] = now_ms
-    known[stream_id] = dict(sorted(groups.items(), key=lambda kv: kv[1])[-KEEP:])
-    with contextlib.suppress(OSError):
-        replace_file(_file(), json.dumps(known))
+    first, _ = groups.pop(group, (now_ms, now_ms))
+    groups[group] = (first or now_ms, now_ms)
+    known[stream_id] = dict(sorted(groups.items(), key=lambda kv: kv[1][1])[-KEEP:])
+    _save(known)
+
+
+def forget(stream_id: str, group: str) -> bool:
+    """Drop `group` from what this machine knows of the stream (a group retired on purpose); whether it was known."""
+    known = _load()
+    if known.get(stream_id, {}).pop(group, None) is None:
+        return False
+    _save(known)
+    return True
 
 
 def seen(stream_id: str) -> dict[str, int]:
     """The groups seen on the stream and when each was last seen (ms; 0: by an older version, time unknown)."""
-    return _load().get(stream_id, {})
+    return {g: last for g, (_, last) in _load().get(stream_id, {}).items()}
+
+
+def in_use_since(stream_id: str, group: str) -> int | None:
+    """The earliest time this machine knows `group` to have been in use on the stream (None: not known)."""
+    first, _ = _load().get(stream_id, {}).get(group, (0, 0))
+    return first or None
 
 
 def close_to(stream_id: str, group: str, also: list[str]) -> str | None:
@@ -59,23 +86,33 @@ def close_to(stream_id: str, group: str, also: list[str]) -> str | None:
     return close[0] if close else None
 
 
+def unknown(stream: StreamInfo, group: str, also: list[str], exc: NotFound) -> NotFound:
+    """The service's 404 for `group`, in one line with a did-you-mean (a group never seen here: a typo, maybe)."""
+    close = close_to(stream.id, group, also)
+    return NotFound(
+        f"group {group!r} does not exist on stream {stream.name!r} (or it expired unused).",
+        (f"did you mean {close!r}? " if close else "")
+        + "'ocigroup groups list' shows the groups known here; 'ocigroup tail GROUP' creates one",
+        status=exc.status,
+        code=exc.code,
+        request_id=exc.request_id,
+    )
+
+
+def group_missing(exc: NotFound) -> bool:
+    """Whether the 404 is the service saying the group does not exist (not the stream)."""
+    return exc.message.startswith("GetGroup")
+
+
 @contextlib.contextmanager
 def named(stream: StreamInfo, group: str, also: list[str]) -> Iterator[None]:
     """Say so in one line, with a did-you-mean, when the service answers that `group` does not exist."""
     try:
         yield
     except NotFound as exc:
-        if not exc.message.startswith("GetGroup"):
+        if not group_missing(exc):
             raise
-        close = close_to(stream.id, group, also)
-        raise NotFound(
-            f"group {group!r} does not exist on stream {stream.name!r} (or it expired unused).",
-            (f"did you mean {close!r}? " if close else "")
-            + "'ocigroup groups list' shows the groups known here; 'ocigroup tail GROUP' creates one",
-            status=exc.status,
-            code=exc.code,
-            request_id=exc.request_id,
-        ) from None
+        raise unknown(stream, group, also, exc) from None
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def _snapshot(view: GroupView, at_ms: int) -> dict[str, Any]:
             p.lag_capped,
             p.instance,
             p.lag_at_most,
-            None if p.lost is None else p.lost.gone_at_most,
+            None if p.lost is None else p.lost.brief(),
             p.newest_offset,
         ]
         for p in view.partitions
@@ -117,7 +117,10 @@ def record(view: GroupView, stream_id: str, at_ms: int) -> list[dict[str, Any]]:
 
 
 def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span_ms: int = MIN_SPAN_MS) -> Health:
-    """Judge every partition over the history plus this sample, and keep this sample for the next run."""
+    """Judge every partition over the history plus this sample, and keep this sample for the next run. A group
+    that is gone is GONE (ERROR), with no sample kept."""
+    if view.gone is not None:
+        return Health("GONE", window_ms / 1000, 0, [])
     rows = record(view, stream_id, at_ms)
     verdicts, catchups, unpaced = [], {}, 0
     for p in view.partitions:
@@ -127,6 +130,8 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
             if seen is not None:
                 at_most = seen[4] if len(seen) > 4 else None  # samples written before the bound was kept
                 lost = seen[5] if len(seen) > 5 else None
+                if isinstance(lost, int):  # written before a loss was kept as its text
+                    lost = f"up to {lost:,} unread"
                 newest = seen[6] if len(seen) > 6 else None
                 samples.append(
                     Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most, lost, newest)

@@ -12,6 +12,7 @@ from typing import Any
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core import balance
+from ocigroup_cli.core.gone import Gone
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.loss import Loss, resume_at
 from ocigroup_cli.core.models import Reservation, StreamInfo
@@ -51,6 +52,7 @@ class GroupView:
     partitions: list[PartitionView]
     balance: balance.Balance
     reaches: dict[int, Reach] = field(default_factory=dict, repr=False)  # what the next look reads on from
+    gone: Gone | None = None  # the service no longer has the group (then nothing else is known of it)
 
     @property
     def total_lag(self) -> int:
@@ -64,7 +66,7 @@ class GroupView:
 
     @property
     def state(self) -> str:
-        return balance.state(self.balance)
+        return "GONE" if self.gone else balance.state(self.balance)
 
     @property
     def losses(self) -> list[Loss]:
@@ -86,19 +88,24 @@ class GroupView:
         return {p.partition: p.instance for p in self.partitions}
 
     def totals(self) -> dict[str, Any]:
+        if self.gone is not None:  # nothing is known of a group that is not there: no figure, never a stale 0
+            return {"lag_messages": None, "lag_capped": False, "lag_at_most": None, "max_time_lag_s": None,
+                    "lost_partitions": [], "possibly_lost_partitions": [], "lost_at_most": None}  # fmt: skip
         return {
             "lag_messages": self.total_lag,
             "lag_capped": any(p.lag_capped for p in self.partitions),
             "lag_at_most": self.total_at_most,
             "max_time_lag_s": self.max_time_lag_s,
-            "lost_partitions": [x.partition for x in self.losses],
-            "lost_at_most": sum(x.gone_at_most for x in self.losses),
+            "lost_partitions": [x.partition for x in self.losses if not x.possible],
+            "possibly_lost_partitions": [x.partition for x in self.losses if x.possible],
+            "lost_at_most": _total([x.gone_at_most for x in self.losses]),  # None: some amount is unknown
         }
 
     def summary_json(self) -> dict[str, Any]:
         """The group in one object: what `inspect --summary` prints."""
         head = {"stream": self.stream, "group": self.group, "at": self.at, "state": self.state}
-        return {**head, "members": len(self.balance.instances), **self.totals()}
+        gone = {} if self.gone is None else {"gone": self.gone.to_json()}
+        return {**head, "members": len(self.balance.instances), **self.totals(), **gone}
 
     def to_json(self) -> dict[str, Any]:
         b = self.balance
@@ -109,6 +116,7 @@ class GroupView:
             "state": self.state,
             "partitions": [p.to_json() for p in self.partitions],
             "totals": self.totals(),
+            **({} if self.gone is None else {"gone": self.gone.to_json()}),
             "balance": {
                 "ok": b.ok,
                 "instances": b.instances,
@@ -118,6 +126,16 @@ class GroupView:
                 "underloaded": b.underloaded,
             },
         }
+
+
+def gone_view(stream: StreamInfo, group: str, now_ms: int, last_seen_ms: int | None) -> GroupView:
+    """A group the service no longer has, that this machine used at `last_seen_ms` (None: the profile names it)."""
+    return GroupView(stream.name, group, ms_to_rfc3339(now_ms), [], balance.check({}),
+                     gone=Gone(last_seen_ms, stream.retention_hours))  # fmt: skip
+
+
+def _total(amounts: list[int | None]) -> int | None:
+    return None if None in amounts else sum(a or 0 for a in amounts)
 
 
 def _reaches(
@@ -164,10 +182,12 @@ def describe(
     hints: dict[int, int] | None = None,
     before: GroupView | None = None,
     given: tuple[list[Reservation], dict[int, Reach]] | None = None,
+    in_use_ms: int | None = None,
 ) -> GroupView:
     """The group now; `hints`: where each partition's newest message was last time (epoch ms); `before`: the last
     look (a --watch refresh), read on from where it ended; `given`: the group's reservations and the reaches
-    already measured (ops/shared_reach.py), the other partitions measured here."""
+    already measured (ops/shared_reach.py), the other partitions measured here; `in_use_ms`: when the group is
+    known to have been in use (a partition it never committed may then have lost messages)."""
     hints = hints or {}
     found, known = given if given is not None else (client.get_group(stream, group), {})
     reservations = {r.partition: r for r in found}
@@ -175,7 +195,7 @@ def describe(
         p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)
     }
     rest = {p: c for p, c in committed_of.items() if p not in known}
-    measured = _reaches(client, stream, rest, Look(lag_cap, now_ms), hints, before.reaches if before else {})
+    measured = _reaches(client, stream, rest, Look(lag_cap, now_ms, in_use_ms), hints, before.reaches if before else {})
     reaches = {**known, **measured}
     views = []
     for p in range(stream.partitions):

@@ -25,10 +25,12 @@ class TailOptions:
     until_end: bool = False
     on_data_loss: str = "stop"  # or "resume": move the group on past lost messages by itself
     options: str = ""  # global options to repeat in a command shown to the user (e.g. " --profile prod")
+    in_use_ms: int | None = None  # when the group is known to have been in use (what it lost where it never committed)
 
     @classmethod
     def of(cls, settings: GroupSettings, group: str, instance: str, start: Position, **limits: Any) -> TailOptions:
-        """Options from the profile's group settings; `limits`: batch_limit, max_messages, until_end, options."""
+        """Options from the profile's group settings; `limits`: batch_limit, max_messages, until_end, options,
+        in_use_ms."""
         rules = settings.rules()
         return cls(
             group,

@@ -14,6 +14,8 @@ def points(view: GroupView, health: Health) -> list[Point]:
     committed, no newest message, not catching up) is left out rather than given a made-up value."""
     now_ms = parse_rfc3339_ms(view.at)
     group = (("stream", view.stream), ("group", view.group))
+    if view.gone is not None:  # no figure is known of a group that is not there: never a stale lag of 0
+        return [Point("group_gone", group, 1), Point("group_health_severity", group, VERDICTS[health.verdict])]
     verdicts = {v.partition: v for v in health.partitions}
     out: list[Point] = []
     for p in view.partitions:
@@ -40,6 +42,7 @@ def points(view: GroupView, health: Health) -> list[Point]:
         Point("group_max_lag_seconds", group, view.max_time_lag_s),
         Point("group_members", group, len(view.balance.instances)),
         Point("group_health_severity", group, VERDICTS[health.verdict]),
+        Point("group_gone", group, 0),
     ]
     if health.eta_s is not None:
         out.append(Point("group_catchup_seconds", group, round(health.eta_s, 1)))

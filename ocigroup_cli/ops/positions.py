@@ -1,36 +1,105 @@
-"""Where a consumer group resumes in a partition, as a partition cursor, and whether it can: a committed offset
-that has left retention is a loss (core/loss.py)."""
+"""Where a consumer group reads next in a partition, found with partition cursors (without joining the group), and
+whether it can: the service refuses a read whose messages have left retention (core/loss.py).
+
+The group's next read is the one after its committed offset C. A cursor AFTER_OFFSET C answers as the group's own
+read would: messages, nothing (the end), or 400 "The cursor is outside the retention period" when messages after
+C expired unread, also when nothing is retained any more. A service that makes no cursor at an expired offset
+(400 on CreateCursor) is answered from the oldest retained message instead. A partition the group never committed
+reads from where the group started, which no answer shows: it is judged by the group's age (`in_use_ms`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ocigroup_cli.client.streaming import StreamingClient
-from ocigroup_cli.core.loss import Loss, loss
+from ocigroup_cli.core.loss import Loss, possible_loss, refused_after
 from ocigroup_cli.core.models import Message, StreamInfo
-from ocigroup_cli.errors import BadRequest
+from ocigroup_cli.errors import BadRequest, RetentionLost
 
 
-def after_commit(client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None) -> str:
-    """A cursor at the first message after `committed`; at the oldest retained message when there is no commit
-    or the committed offset has already left retention (the service answers 400 for it)."""
-    if committed is not None:
+@dataclass(frozen=True)
+class Opened:
+    """A partition read from where a group stands: the first answer and the cursor past it."""
+
+    partition: int
+    committed: int | None
+    page: list[Message]  # from the committed message itself when `at_committed`, else from the group's next read
+    cursor: str
+    at_committed: bool
+    lost: Loss | None  # what the group can no longer read (the page is then from the oldest retained message)
+
+
+def _read(
+    client: StreamingClient, stream: StreamInfo, partition: int, kind: str, offset: int | None, limit: int | None
+) -> tuple[list[Message], str]:
+    cursor = client.create_cursor(stream, partition, kind, offset=offset)
+    return client.get_messages(stream, cursor, limit=limit)
+
+
+def _oldest(
+    client: StreamingClient, stream: StreamInfo, partition: int, limit: int | None
+) -> tuple[list[Message], str, int | None, str | None]:
+    page, cursor = _read(client, stream, partition, "TRIM_HORIZON", None, limit)
+    first = page[0] if page else None
+    return page, cursor, first.offset if first else None, first.timestamp if first else None
+
+
+def _expired_any(client: StreamingClient, stream: StreamInfo, partition: int) -> bool:
+    """With nothing retained: whether messages were published and expired (a read at offset 0 is refused)."""
+    try:
+        _read(client, stream, partition, "AT_OFFSET", 0, 1)
+    except RetentionLost:
+        return True
+    except BadRequest:  # nothing was ever published there
+        return False
+    return False
+
+
+def open_partition(
+    client: StreamingClient,
+    stream: StreamInfo,
+    partition: int,
+    committed: int | None,
+    limit: int | None = None,
+    at_committed: bool = False,
+    in_use: tuple[int, int] | None = None,
+) -> Opened:
+    """Read the first answer where the group reads next (`at_committed`: from its committed message itself, which
+    tells the partition's newest message when nothing waits), and what it lost; `in_use`: (when the group is known
+    to have been in use, now) in ms, for the partitions it never committed (None: not known)."""
+    if committed is None:
+        page, cursor, oldest, oldest_time = _oldest(client, stream, partition, limit)
+        lost = None
+        if in_use is not None:
+            in_use_ms, now_ms = in_use
+            horizon = now_ms - (stream.retention_hours or 24) * 3_600_000
+            expired = (oldest or 0) > 0 if page else in_use_ms < horizon and _expired_any(client, stream, partition)
+            first = None if oldest is None or oldest_time is None else (oldest, oldest_time)
+            lost = possible_loss(partition, first, expired, in_use_ms, horizon)
+        return Opened(partition, None, page, cursor, False, lost)
+    if at_committed:
         try:
-            return client.create_cursor(stream, partition, "AFTER_OFFSET", offset=committed)
-        except BadRequest:
+            page, cursor = _read(client, stream, partition, "AT_OFFSET", committed, limit)
+            if page and page[0].offset == committed:
+                return Opened(partition, committed, page, cursor, True, None)
+        except BadRequest:  # the committed message itself has left retention: is anything after it lost?
             pass
-    return client.create_cursor(stream, partition, "TRIM_HORIZON")
-
-
-def at_commit(client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None) -> tuple[str, bool]:
-    """A cursor at the committed message itself, and True; or, when there is no commit or it has left
-    retention, a cursor at the oldest retained message, and False."""
-    if committed is not None:
-        try:
-            return client.create_cursor(stream, partition, "AT_OFFSET", offset=committed), True
-        except BadRequest:
-            pass
-    return client.create_cursor(stream, partition, "TRIM_HORIZON"), False
+    try:
+        page, cursor = _read(client, stream, partition, "AFTER_OFFSET", committed, limit)
+        return Opened(partition, committed, page, cursor, False, None)
+    except RetentionLost:
+        page, cursor, oldest, oldest_time = _oldest(client, stream, partition, limit)
+        gone = refused_after(partition, committed, oldest, oldest_time)
+        return Opened(partition, committed, page, cursor, False, gone)
+    except BadRequest:  # no cursor at an expired offset: the oldest retained message tells, if one is
+        page, cursor, oldest, oldest_time = _oldest(client, stream, partition, limit)
+        lost = None
+        if oldest is None:
+            lost = Loss(partition, committed, None, None, possible=True)
+        elif oldest > committed + 1:
+            lost = refused_after(partition, committed, oldest, oldest_time)
+        return Opened(partition, committed, page, cursor, False, lost)
 
 
 @dataclass(frozen=True)
@@ -40,18 +109,17 @@ class NextRead:
     partition: int
     committed: int | None
     message: Message | None  # the first message it reads next (None: nothing waits)
-    lost: Loss | None  # what it can no longer read: its committed offset has left retention
+    lost: Loss | None  # what it can no longer read: it reads on, once moved, from the oldest retained message
 
 
-def next_read(client: StreamingClient, stream: StreamInfo, partition: int, committed: int | None) -> NextRead:
-    """The first message after `committed` (with no commit: the oldest retained), and the loss if the committed
-    offset has left retention (then the group reads on, once moved, from the oldest retained message)."""
-    if committed is not None:
-        try:
-            cursor = client.create_cursor(stream, partition, "AFTER_OFFSET", offset=committed)
-            return NextRead(partition, committed, client.first(stream, cursor), None)
-        except BadRequest:
-            pass
-    oldest = client.first(stream, client.create_cursor(stream, partition, "TRIM_HORIZON"))
-    gone = None if oldest is None else loss(partition, committed, oldest.offset, oldest.timestamp)
-    return NextRead(partition, committed, oldest, gone)
+def next_read(
+    client: StreamingClient,
+    stream: StreamInfo,
+    partition: int,
+    committed: int | None,
+    in_use: tuple[int, int] | None = None,
+) -> NextRead:
+    """The first message the group reads next in `partition` (after a loss: the oldest retained), and the loss;
+    `in_use`: (when the group is known to have been in use, now), as open_partition takes it."""
+    opened = open_partition(client, stream, partition, committed, 1, in_use=in_use)
+    return NextRead(partition, committed, opened.page[0] if opened.page else None, opened.lost)

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.limits import MAX_GET_LIMIT
-from ocigroup_cli.core.loss import Loss, loss
+from ocigroup_cli.core.loss import Loss
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.newest import Search
 from ocigroup_cli.core.sizing import Sizer
-from ocigroup_cli.ops.positions import at_commit
+from ocigroup_cli.ops.positions import open_partition
 
 PROBE_PAGE = 1_000  # messages a probe reads before it calls what it found "more"
 WALK_PAGES = 3  # where probing cannot go (one PutMessages gives all its messages one millisecond), read on
@@ -57,6 +57,7 @@ class Look:
 
     cap: int
     now_ms: int
+    in_use_ms: int | None = None  # when the group is known to have been in use (its never-committed partitions)
     sizer: Sizer = field(default_factory=Sizer)
     newest_ms: int | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -105,34 +106,34 @@ def _count(
     """Count from the committed offset, then find the newest message unless `newest` (and the cursor past it) is
     known already."""
     cap, sizer = look.cap, look.sizer
-    cursor, at_committed = at_commit(client, stream, partition, committed)
-    skip = int(at_committed)  # the first message read is the committed one: not waiting
+    in_use = None if look.in_use_ms is None else (look.in_use_ms, look.now_ms)
+    opened = open_partition(client, stream, partition, committed, sizer.limit(cap + 1), True, in_use)
+    page, cursor, gone, skip = opened.page, opened.cursor, opened.lost, opened.at_committed
     count, first, last, read = 0, None, None, 0
-    gone: Loss | None = None
-    while count < cap and read < COUNT_BYTES:
-        page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(cap - count + skip))
+    while True:
         if not page:
             return Reach(count, False, count, first, last, gone, committed, cursor, look.now_ms)
         read += sizer.saw(page)
         last = page[-1]
-        if skip:
-            page, skip = [m for m in page if m.offset != committed], 0
-        elif first is None and not at_committed:  # read from the oldest retained: is the commit still there?
-            gone = loss(partition, committed, page[0].offset, page[0].timestamp)
+        if skip:  # the first message read is the committed one: not waiting
+            page, skip = page[1:], False
         if page:
             first = first or page[0]
             count += len(page)
+        if count >= cap or read >= COUNT_BYTES:
+            break
+        page, cursor = client.get_messages(stream, cursor, limit=sizer.limit(cap - count))
     assert first is not None and last is not None
     if newest is None:
         found, past, more = _read_to_end(client, stream, cursor, last, sizer)
         if past is not None:  # read to the end: every message waiting was counted (as --all-groups counts them)
-            return Reach(count, True, count + more, first, found, gone, committed, past, look.now_ms, True)
+            return Reach(min(count, cap), True, count + more, first, found, gone, committed, past, look.now_ms, True)
         # more than a few answers hold past the cap: probe for the newest instead
         found, past = find_newest(client, stream, partition, last, look.now_ms, sizer, hint_ms)
     else:
         found, past = newest
     at_most = None if found is None else max(count, found.offset - first.offset + 1)
-    return Reach(count, True, at_most, first, found, gone, committed, past, look.now_ms)
+    return Reach(min(count, cap), True, at_most, first, found, gone, committed, past, look.now_ms)
 
 
 def _read_to_end(

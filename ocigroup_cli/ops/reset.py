@@ -91,12 +91,13 @@ def _count(
 
 
 def next_reads(
-    client: StreamingClient, stream: StreamInfo, group: str
+    client: StreamingClient, stream: StreamInfo, group: str, in_use: tuple[int, int] | None = None
 ) -> tuple[dict[int, Reservation], list[NextRead]]:
-    """The group's reservations, and its next read in every partition (with what it lost, if anything)."""
+    """The group's reservations, and its next read in every partition (with what it lost, if anything;
+    `in_use`: (when the group is known to have been in use, now), for the partitions it never committed)."""
     reservations = {r.partition: r for r in client.get_group(stream, group)}
     committed = {p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)}
-    return reservations, [next_read(client, stream, p, committed[p]) for p in range(stream.partitions)]
+    return reservations, [next_read(client, stream, p, committed[p], in_use) for p in range(stream.partitions)]
 
 
 def plan(

@@ -143,11 +143,13 @@ class Tail:
         """The group's position has left retention: stop with what was lost, or move the group on past it."""
         self._moves_in_a_row += 1
         if self.opts.on_data_loss != "resume" or self._moves_in_a_row > MOVES_IN_A_ROW:
-            lines, error = dataloss.refusal(self.client, self.stream, self.opts.group, self.opts.options)
+            o = self.opts
+            in_use = None if o.in_use_ms is None else (o.in_use_ms, self.clock.time_ms())
+            lines, error = dataloss.refusal(self.client, self.stream, o.group, o.options, in_use)
             for line in lines:
                 self.notice(line)
             raise error
-        moved = dataloss.move_on(self.client, self.stream, self.opts.group, self.clock.time_ms())
+        moved = dataloss.move_on(self.client, self.stream, self.opts.group, self.clock.time_ms(), self.opts.in_use_ms)
         for line in moved.lines():
             self.notice(line)
         self.notice(f"group {self.opts.group!r} {moved.summary()}")

@@ -144,6 +144,8 @@ def test_inspect_shows_the_loss_everywhere_and_cron_fails_on_it(lost):
         "first_retained_offset": f0,
         "first_retained_time": p0["lost"]["first_retained_time"],
         "lost_at_most": f0 - c0 - 1,
+        "possible": False,
+        "in_use_by": None,
     }
     assert doc["partitions"][1]["lost"] is None
     assert doc["totals"]["lost_partitions"] == [0]

@@ -16,25 +16,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
-from prometheus_client.parser import text_string_to_metric_families
 
 from ocigroup_cli.core.clock import SystemClock
 from tests.helpers import cli as proc
+from tests.helpers.prom import samples
 from tests.helpers.service import Sdk, start_server, write_config
-
-
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of an exposition, by name and labels; it must parse as the Prometheus text format and as
-    OpenMetrics."""
-    assert text.endswith("# EOF\n")
-    list(openmetrics_families(text))  # raises on anything OpenMetrics refuses
-    found = {}
-    for family in text_string_to_metric_families(text):
-        assert family.type == "gauge" and family.documentation
-        for s in family.samples:
-            found[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return found
 
 
 def _key(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -265,7 +251,8 @@ def test_a_dead_group_stays_in_the_metrics_with_its_lag_growing_and_stopped(cli,
 
 
 def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path):
-    """The profile's groups, its group.name and a group seen here; one that is gone is left out, one line says so."""
+    """The profile's groups, its group.name and a group seen here; one that does not exist is a row of its own,
+    GONE (an incident, never left out), and fails the run."""
     sdk, sid, config, env = busy
     doc = yaml.safe_load(Path(config).read_text())
     doc["profiles"]["test"]["groups"] = ["audit", "gone", "audti"]
@@ -278,15 +265,19 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     r = proc.run(args, env)
     assert r.returncode == 1, r.stderr.decode()  # a group the profile lists is missing: a cron line must not pass
     rows = {row["group"]: row for row in json.loads(r.stdout)}
-    assert list(rows) == ["audit", "billing", "payments"]  # profile groups, group.name, then seen ones
-    assert "group 'gone' does not exist on stream 'orders' (any more): left out" in r.stderr.decode()
-    assert "error: 2 group(s) the profile lists do not exist: 'gone', 'audti'." in r.stderr.decode()
+    assert list(rows) == ["audit", "gone", "audti", "billing", "payments"]  # profile groups, group.name, seen ones
+    assert rows["gone"]["state"] == "GONE" and rows["gone"]["health"] == "GONE" and rows["gone"]["lag_messages"] is None
+    assert "group 'gone' is gone from the service, never seen from here (the profile names it)" in r.stderr.decode()
+    assert "error: 2 group(s) gone from the service: 'gone', 'audti'." in r.stderr.decode()
     assert (
-        "group 'audti' does not exist on stream 'orders' (any more): left out; did you mean 'audit'?"
-        in r.stderr.decode()
+        "group 'audti' is gone from the service" in r.stderr.decode() and "did you mean 'audit'?" in r.stderr.decode()
     )
-    quiet = proc.run(["-q", *args], env)  # the README's cron lines use -q: the line stays
-    assert quiet.returncode == 1 and b"group 'gone' does not exist" in quiet.stderr
+    quiet = proc.run(["-q", *args], env)  # the README's cron lines use -q: the error line stays
+    assert quiet.returncode == 1 and b"2 group(s) gone from the service: 'gone', 'audti'" in quiet.stderr
+    gone = {dict(labels)["group"]: v for (name, labels), v in samples(prom.read_text()).items()
+            if name == "ocigroup_consumergroup_gone"}  # fmt: skip
+    assert gone == {"audit": 0, "gone": 1, "audti": 1, "billing": 0, "payments": 0}
+    rows = {g: row for g, row in rows.items() if row["state"] != "GONE"}
     assert rows["payments"]["lag_messages"] == 0 and rows["audit"]["lag_messages"] == 40
     assert {"state", "members", "max_time_lag_s", "health", "catchup_eta_s"} <= set(rows["billing"])
     for name, row in rows.items():  # one shared read per partition tells each group what its own look tells
@@ -298,11 +289,11 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     latest = [labels for name, labels in got if name == "ocigroup_partition_latest_offset"]
     assert len(latest) == 2  # per partition once, whatever the number of groups
     lagging = proc.run([*args[:-2], "--only-lagging"], env)
-    assert {row["group"] for row in json.loads(lagging.stdout)} == {"audit", "billing"}
+    assert {row["group"] for row in json.loads(lagging.stdout)} == {"audit", "billing", "gone", "audti"}
     over = proc.run([*args[:-2], "--fail-on-lag", "30"], env)
     err = over.stderr.decode()
     assert over.returncode == 5 and "2 group(s) over a threshold: audit: total lag 40 exceeds" in err, err
-    assert "; gone: does not exist; audti: does not exist." in err
+    assert "; gone: gone; audti: gone." in err
     assert "billing: total lag" in err and "payments" not in err.split("error:")[1]
     both = proc.run(["--config", config, "inspect", "billing", "--all-groups"], env)
     assert both.returncode == 2 and b"drop GROUP" in both.stderr
