@@ -146,6 +146,9 @@ def _table(looked: list[tuple[GroupView, Health]], stream: str, caption: str | N
 
 
 def _print(looked: list[tuple[GroupView, Health]], out: str, watch: bool, stream: str) -> None:
+    for view, health in [] if watch else looked:
+        for note in health.notes():
+            console.warn(f"{view.group}: {note}")
     if out == "openmetrics":
         return
     rows = [row(v, h) for v, h in looked]

@@ -129,9 +129,12 @@ def _health_table(health: Health) -> Group:
     from rich.text import Text
 
     rows = [[v.partition, v.verdict, v.reason] for v in health.partitions]
+    widened = (
+        f" widened from {human_duration(health.asked_window_s)}" if health.window_s > health.asked_window_s else ""
+    )
     title = (
         f"health: {health.verdict}{_pace(health)} (the worst partition's; {health.samples} sample(s), "
-        f"window {human_duration(health.window_s)})"
+        f"window {human_duration(health.window_s)}{widened})"
     )
     return Group(Text(title, style="italic"), console.table(["PARTITION", "HEALTH", "WHY"], rows))
 
@@ -219,7 +222,9 @@ def _print(
     view: GroupView, health: Health | None, events: list[Event], out: str, watch: bool, brief: bool, options: str
 ) -> None:
     """Off a terminal, or without --watch: events as notices (and, for JSON and YAML, as documents), then the
-    snapshot (`brief`: the summary alone)."""
+    snapshot (`brief`: the summary alone), and what to know to trust the verdict."""
+    for note in [] if health is None or watch else health.notes():  # a watch's screen says it in its title
+        console.warn(note)
     for e in events:
         console.notice(e.text)
         if out not in ("table", "openmetrics"):

@@ -10,8 +10,9 @@ Rules, applied to one partition's samples inside the window (the newest sample i
   been seen between samples; what was not sampled is not claimed).
 - STALLED (ERROR): messages waited in every sample of the window, an instance held the partition, and its
   committed offset has not moved over the window (a sample where nothing waited clears it: messages that just
-  arrived are no stall). The stall stays one when the instance's reservation runs out, so a dying consumer goes
-  from STALLED to STOPPED without a better verdict between.
+  arrived are no stall). Like LAGGING it needs LAGGING_SAMPLES samples: two samples seconds apart are one slow
+  batch as often as a stall (UNKNOWN until the third). The stall stays one when the instance's reservation runs
+  out, so a dying consumer goes from STALLED to STOPPED without a better verdict between.
 - REWOUND (WARN): the committed offset went back between two samples (a reset to an earlier position, say; to
   nothing committed, a reset to before the oldest message, included).
 - LAGGING (WARN): the committed offset moves, but the lag grew from every sample to the next over three samples
@@ -22,7 +23,9 @@ Rules, applied to one partition's samples inside the window (the newest sample i
 - OK: anything else, including an idle partition (nothing waiting) with or without an owner.
 - UNKNOWN (between OK and WARN): messages wait, and the window holds fewer than two samples at least
   `min_span_ms` apart (MIN_SPAN_MS by default): nothing can be judged yet. Nothing waiting is OK at once.
-The group's verdict is its worst partition's.
+The group's verdict is its worst partition's. Runs further apart than the window (cron every 15 minutes, a
+10-minute window) are judged over a window widened to their spacing (`window_for`), and a verdict that stays
+UNKNOWN for over an hour is said to be blind (`unknown_for`).
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from ocigroup_cli.core.timefmt import human_duration
 VERDICTS = {"OK": 0, "UNKNOWN": 1, "LAGGING": 2, "REWOUND": 2, "STALLED": 3, "STOPPED": 3, "LOST": 3, "GONE": 3}
 SEVERITIES = ("OK", "UNKNOWN", "WARN", "ERROR")
 MIN_SPAN_MS = 10_000  # a trend over less than this is noise (a watch a tenth of a second apart)
-LAGGING_SAMPLES = 3  # lag growing from one sample to the next, twice in a row
+LAGGING_SAMPLES = 3  # lag growing from one sample to the next, twice in a row; commits frozen over as many
+MAX_WIDEN_MS = 6 * 3_600_000  # runs further apart than this are not judged as one history (a window is widened up to)
+UNKNOWN_BLIND_MS = 3_600_000  # UNKNOWN for longer than this: an alert on the verdict cannot fire, say so
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,10 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
             "STOPPED",
             f"no instance held it in the last {len(run)} samples (over {seen}) while {_waiting(now)} wait",
         )
+    if _stalled(window) and len(window) < LAGGING_SAMPLES:
+        what = "nothing was committed" if now.committed is None else f"committed offset {now.committed} did not move"
+        why = f"{what} between {len(window)} samples {took} apart while {_waiting(now)} wait"
+        return Verdict(partition, "UNKNOWN", f"{why}; a stall needs {LAGGING_SAMPLES} samples (a batch may take long)")
     if _stalled(window):
         gone = "" if now.owner else "; nobody holds it now"
         if now.committed is None:
@@ -149,6 +158,27 @@ def _growing(window: Sequence[Sample]) -> bool:
     """Lag larger at every sample than at the one before (a capped count without a bound cannot grow)."""
     lags = [s.estimate for s in window]
     return all(b is not None and a is not None and a > b for b, a in itertools.pairwise(lags))
+
+
+def window_for(times: Sequence[int], window_ms: int) -> int:
+    """The window to judge over, the samples' times given oldest first (the last is now): `window_ms`, or where
+    it holds fewer than two samples (runs further apart than it: cron every 15 minutes, a 10-minute window) while
+    the runs are at most MAX_WIDEN_MS apart, one widened to hold the last LAGGING_SAMPLES runs at their spacing,
+    with a tenth of it to spare (cron's seconds of jitter)."""
+    if len(times) < 2 or sum(1 for t in times if t >= times[-1] - window_ms) >= 2:
+        return window_ms
+    spacing = times[-1] - times[-2]
+    if spacing > MAX_WIDEN_MS:
+        return window_ms
+    oldest = times[-min(len(times), LAGGING_SAMPLES)]
+    return max(window_ms, times[-1] - oldest + spacing // 10)
+
+
+def unknown_for(verdicts: Sequence[tuple[int, str | None]]) -> int:
+    """How long the group's verdict has been UNKNOWN (ms), from (time, verdict) of each run, oldest first, the
+    last one now's; 0 when it is not UNKNOWN now."""
+    run = list(itertools.takewhile(lambda tv: tv[1] == "UNKNOWN", reversed(verdicts)))
+    return run[0][0] - run[-1][0] if run else 0
 
 
 def worst(verdicts: Iterable[Verdict]) -> str:

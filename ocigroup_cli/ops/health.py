@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from ocigroup_cli.core.catchup import NOISE, Catchup, catchup, rate_text
-from ocigroup_cli.core.health import MIN_SPAN_MS, Sample, Verdict, judge, worst
+from ocigroup_cli.core.health import (
+    MIN_SPAN_MS,
+    UNKNOWN_BLIND_MS,
+    Sample,
+    Verdict,
+    judge,
+    unknown_for,
+    window_for,
+    worst,
+)
 from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.ops.inspect import GroupView
 from ocigroup_cli.paths import replace_file, state_dir, state_writes
@@ -30,6 +39,26 @@ class Health:
     partitions: list[Verdict]
     catchups: dict[int, Catchup] = field(default_factory=dict)  # where the window's samples tell the rates
     unpaced: int = 0  # partitions where messages wait and the samples cannot tell the rates yet
+    asked_window_s: float = 0.0  # the window asked for (window_s is wider where the runs are further apart)
+    spacing_s: float = 0.0  # since the run before this one
+    unknown_s: float = 0.0  # how long the verdict has been UNKNOWN over the runs
+
+    def notes(self) -> list[str]:
+        """What a person must know to trust the verdict: a window widened to the runs' spacing, and a verdict that
+        has stayed UNKNOWN so long that an alert on it cannot fire."""
+        out = []
+        if self.window_s > self.asked_window_s > 0:
+            out.append(
+                f"health: the runs are {human_duration(self.spacing_s)} apart, further than the "
+                f"{human_duration(self.asked_window_s)} window can judge: judged over the last "
+                f"{human_duration(self.window_s)} instead (--health-window {_minutes(self.window_s)} says so)"
+            )
+        if self.verdict == "UNKNOWN" and self.unknown_s * 1000 > UNKNOWN_BLIND_MS:
+            out.append(
+                f"health: UNKNOWN for {human_duration(self.unknown_s)}: no verdict could be made (see WHY), so an "
+                "alert on WARN or ERROR cannot fire (--fail-on-health UNKNOWN fails on this)"
+            )
+        return out
 
     @property
     def eta_s(self) -> float | None:
@@ -58,12 +87,19 @@ class Health:
             "verdict": self.verdict,
             "window_s": self.window_s,
             "samples": self.samples,
+            "asked_window_s": self.asked_window_s,
+            "unknown_for_s": round(self.unknown_s, 1),
             "catchup_eta_s": None if self.eta_s is None else round(self.eta_s, 1),
             "partitions": [
                 {**asdict(v), "severity": v.severity, "catchup": _json(self.catchups.get(v.partition))}
                 for v in self.partitions
             ],
         }
+
+
+def _minutes(seconds: float) -> str:
+    """A window to pass as --health-window: whole minutes, rounded up."""
+    return f"{-int(-seconds // 60)}m"
 
 
 def _json(c: Catchup | None) -> dict[str, Any] | None:
@@ -105,39 +141,49 @@ def _save(path: Path, rows: list[dict[str, Any]]) -> None:
         replace_file(path, "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows[-KEEP_SAMPLES:]))
 
 
-def record(view: GroupView, stream_id: str, at_ms: int) -> list[dict[str, Any]]:
-    """Add this sample to the group's history (every `inspect` does, judged or not: the denser the history, the
-    less a verdict has to assume between samples); the history, this sample last. Raises ConfigError when the
-    state directory cannot be written."""
+def record(view: GroupView, stream_id: str, at_ms: int, verdict: str | None = None) -> list[dict[str, Any]]:
+    """Add this sample (and the group's `verdict` on it, when judged) to the group's history: every `inspect`
+    does, judged or not: the denser the history, the less a verdict has to assume between samples. The history,
+    this sample last. Raises ConfigError when the state directory cannot be written."""
     path = history_file(stream_id, view.group)
-    rows = [r for r in _load(path) if r.get("at_ms", 0) < at_ms]
-    rows.append(_snapshot(view, at_ms))
+    rows = [*_history(path, at_ms), {**_snapshot(view, at_ms), **({"verdict": verdict} if verdict else {})}]
     _save(path, rows)
     return rows
 
 
+def _history(path: Path, at_ms: int) -> list[dict[str, Any]]:
+    return [r for r in _load(path) if isinstance(r.get("at_ms"), int) and r["at_ms"] < at_ms]
+
+
+def _samples(rows: list[dict[str, Any]], partition: int) -> list[Sample]:
+    samples = []
+    for row in rows:
+        seen = row.get("partitions", {}).get(str(partition))
+        if seen is not None:
+            at_most = seen[4] if len(seen) > 4 else None  # samples written before the bound was kept
+            lost = seen[5] if len(seen) > 5 else None
+            if isinstance(lost, int):  # written before a loss was kept as its text
+                lost = f"up to {lost:,} unread"
+            newest = seen[6] if len(seen) > 6 else None
+            samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most, lost,
+                                  newest))  # fmt: skip
+    return samples
+
+
 def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span_ms: int = MIN_SPAN_MS) -> Health:
-    """Judge every partition over the history plus this sample, and keep this sample for the next run. A group
-    that is gone is GONE (ERROR), with no sample kept."""
+    """Judge every partition over the history plus this sample, and keep this sample (with the verdict) for the
+    next run. Runs further apart than the window are judged over one widened to their spacing (core/health.py
+    window_for). A group that is gone is GONE (ERROR), with no sample kept."""
     if view.gone is not None:
         return Health("GONE", window_ms / 1000, 0, [])
-    rows = record(view, stream_id, at_ms)
+    path = history_file(stream_id, view.group)
+    rows = [*_history(path, at_ms), _snapshot(view, at_ms)]
+    window = window_for([int(r["at_ms"]) for r in rows], window_ms)
     verdicts, catchups, unpaced = [], {}, 0
     for p in view.partitions:
-        samples = []
-        for row in rows:
-            seen = row.get("partitions", {}).get(str(p.partition))
-            if seen is not None:
-                at_most = seen[4] if len(seen) > 4 else None  # samples written before the bound was kept
-                lost = seen[5] if len(seen) > 5 else None
-                if isinstance(lost, int):  # written before a loss was kept as its text
-                    lost = f"up to {lost:,} unread"
-                newest = seen[6] if len(seen) > 6 else None
-                samples.append(
-                    Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most, lost, newest)
-                )
-        verdict = judge(p.partition, samples, window_ms, min_span_ms)
-        pace = catchup([x for x in samples if x.at_ms >= at_ms - window_ms], min_span_ms)
+        samples = _samples(rows, p.partition)
+        verdict = judge(p.partition, samples, window, min_span_ms)
+        pace = catchup([x for x in samples if x.at_ms >= at_ms - window], min_span_ms)
         if verdict.verdict in NOT_CONSUMING and pace is not None and pace.gain > -NOISE:
             pace = None  # nobody reads on: no catching up (no ETA) nor keeping pace; falling behind is still told
         unpaced += pace is None and p.lag_messages > 0
@@ -146,5 +192,11 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
             if pace.lag > 0 and (pace.consume_rate or pace.produce_rate):  # all still: no pace worth telling
                 verdict = replace(verdict, reason=f"{verdict.reason}; {pace.text()}")
         verdicts.append(verdict)
-    inside = sum(1 for row in rows if row["at_ms"] >= at_ms - window_ms)
-    return Health(worst(verdicts), window_ms / 1000, inside, verdicts, catchups, unpaced)
+    group = worst(verdicts)
+    rows[-1]["verdict"] = group
+    _save(path, rows)
+    inside = sum(1 for row in rows if row["at_ms"] >= at_ms - window)
+    blind = unknown_for([(int(r["at_ms"]), r.get("verdict")) for r in rows])
+    spacing = at_ms - int(rows[-2]["at_ms"]) if len(rows) > 1 else 0
+    return Health(group, window / 1000, inside, verdicts, catchups, unpaced, window_ms / 1000, spacing / 1000,
+                  blind / 1000)  # fmt: skip

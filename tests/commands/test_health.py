@@ -19,18 +19,22 @@ def _sid(sdk):
     return sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
 
 
-def test_a_group_whose_commits_do_not_move_is_stalled_on_the_second_run(cli, sdk, clock):
+def test_a_group_whose_commits_do_not_move_is_stalled_on_the_third_run(cli, sdk, clock):
     sid = _sid(sdk)
     sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
-    sdk.group_cursor(sid, "billing", "a")  # holds every partition, reads nothing, commits nothing
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=600_000)  # holds every partition, reads and commits nothing
     first = cli("inspect", "--health", "-o", "json")
     assert first.code == 0, first.err
     assert json.loads(first.out)["health"]["verdict"] == "UNKNOWN"  # one sample: too little history
-    clock.advance_ms(20_000)
+    clock.advance_ms(10_000)
+    second = cli("inspect", "--fail-on-health", "ERROR", "-o", "json")
+    assert second.code == 0, second.err  # two samples 10 s apart: one slow batch as likely as a stall
+    assert json.loads(second.out)["health"]["verdict"] == "UNKNOWN" and "a stall needs 3 samples" in second.out
+    clock.advance_ms(10_000)
     r = cli("inspect", "--fail-on-health", "ERROR", "-o", "json")
     assert r.code == 5, r.err
     health = json.loads(r.out)["health"]
-    assert health["verdict"] == "STALLED" and health["samples"] == 2
+    assert health["verdict"] == "STALLED" and health["samples"] == 3
     assert {p["verdict"] for p in health["partitions"]} <= {"STALLED", "OK"}
     assert "meets --fail-on-health ERROR" in r.err and "for 20s while" in r.err
     table = cli("inspect", "--health", "-o", "table")
@@ -111,12 +115,13 @@ def test_cron_runs_a_few_seconds_apart_against_a_stalled_group_exit_5(api_key, t
         config = write_config(tmp_path, api_key, sdk.url)
         env = proc.clean_env(tmp_path / "state")
         args = ["--config", config, "inspect", "billing", "--fail-on-health", "ERROR", "--health-window", "1m"]
-        first = proc.run(args, env)
-        assert first.returncode == 0, first.stderr.decode()
-        time.sleep(10.5)  # a verdict needs samples 10 s apart at least (core/health.py MIN_SPAN_MS)
-        second = proc.run(args, env)
-        assert second.returncode == 5, second.stderr.decode()
-        err = second.stderr.decode()
+        for _ in range(2):
+            earlier = proc.run(args, env)
+            assert earlier.returncode == 0, earlier.stderr.decode()
+            time.sleep(5.3)  # a stall needs 3 samples spanning 10 s at least (core/health.py MIN_SPAN_MS)
+        third = proc.run(args, env)
+        assert third.returncode == 5, third.stderr.decode()
+        err = third.stderr.decode()
         assert "health STALLED meets --fail-on-health ERROR" in err and "Traceback" not in err
         assert list((tmp_path / "state" / "health").glob("*.jsonl"))
     finally:
@@ -199,3 +204,33 @@ def test_a_consumer_gone_after_catching_up_fast_has_no_eta_once_it_is_stopped(cl
     assert not any("catching up" in p["reason"] for p in health["partitions"]), health
     prom = cli("-o", "openmetrics", "inspect").out
     assert "catchup_seconds" not in "".join(line for line in prom.splitlines() if not line.startswith("#"))
+
+
+def test_cron_every_15_minutes_with_the_default_window_can_alert_and_says_how(cli, sdk, clock):
+    """The default 10-minute window never held two of cron's runs 15 minutes apart: the verdict stayed UNKNOWN
+    and --fail-on-health ERROR could never fire. The window now widens to the runs' spacing, and says so."""
+    sid = _sid(sdk)
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=3_600_000)  # holds every partition, never commits
+    runs = []
+    for _ in range(3):
+        runs.append(cli("inspect", "billing", "--fail-on-health", "ERROR", "-o", "json"))
+        clock.advance_ms(15 * 60_000)
+    assert [r.code for r in runs] == [0, 0, 5], runs[-1].err
+    assert "the runs are 15m 00s apart, further than the 10m 00s window can judge" in runs[1].err
+    assert "judged over the last 31m 30s instead (--health-window 32m says so)" in runs[2].err
+    health = json.loads(runs[2].out)["health"]
+    assert health["verdict"] == "STALLED" and health["window_s"] == 1890 and health["asked_window_s"] == 600
+
+
+def test_a_verdict_unknown_for_over_an_hour_is_said_to_be_blind(cli, sdk, clock):
+    sid = _sid(sdk)
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=1000)
+    assert cli("inspect", "--fail-on-health", "ERROR").code == 0
+    clock.advance_ms(7 * 3_600_000)  # runs hours apart (a daily cron, say): no window holds two of them
+    r = cli("inspect", "--fail-on-health", "ERROR", "-o", "json")
+    assert r.code == 0 and json.loads(r.out)["health"]["verdict"] == "UNKNOWN"
+    assert "health: UNKNOWN for 7h 00m: no verdict could be made" in r.err and "cannot fire" in r.err
+    clock.advance_ms(60_000)
+    assert cli("inspect", "--fail-on-health", "UNKNOWN").code == 5

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocigroup_cli.core.health import Sample, fails, judge, worst
+from ocigroup_cli.core.health import Sample, fails, judge, unknown_for, window_for, worst
 from ocigroup_cli.core.timefmt import human_duration
 
 MIN = 60_000
@@ -61,10 +61,10 @@ def test_no_owner_for_the_whole_window_while_messages_wait_is_stopped():
 
 
 def test_an_instance_that_died_is_stopped_once_two_samples_show_nobody_holds_its_partition():
-    h = _history((0, 100, 40, "w1"), (1, 100, 60, None))  # stalled while held, then released: still stalled
+    h = _history((0, 100, 40, "w1"), (1, 100, 50, "w1"), (2, 100, 60, None))  # stalled while held, then released
     assert (
         judge(1, h, 10 * MIN).reason
-        == "committed offset 100 has not moved for 1m 00s while 60 wait; nobody holds it now"
+        == "committed offset 100 has not moved for 2m 00s while 60 wait; nobody holds it now"
     )
     h = _history((0, 90, 40, "w1"), (1, 100, 60, None))
     assert judge(1, h, 10 * MIN).verdict == "UNKNOWN"  # one sample without an owner may be a handover caught half-way
@@ -90,6 +90,8 @@ def test_an_owner_seen_inside_the_window_is_not_stopped_but_its_frozen_commits_a
     h = _history((0, 90, 40, "w1"), (5, 100, 60, None))
     assert judge(1, h, 10 * MIN).verdict == "UNKNOWN"  # just released; its commits may move under a new owner
     h = _history((0, 100, 40, None), (5, 100, 60, "w1"))
+    assert judge(1, h, 10 * MIN).verdict == "UNKNOWN"  # two samples: one slow batch as likely as a stall
+    h = _history((0, 100, 40, None), (5, 100, 60, "w1"), (6, 100, 70, "w1"))
     assert judge(1, h, 10 * MIN).verdict == "STALLED"
 
 
@@ -97,13 +99,41 @@ def test_a_reset_to_before_the_oldest_message_is_rewound_and_stopped_needs_its_o
     v = judge(2, _history((0, 629, 0, "t1"), (1, None, 476, "t1")), 10 * MIN)
     assert (v.verdict, v.reason) == ("REWOUND", "committed offset went back from 629 to nothing committed")
     quick = [Sample(0, 5, 40, False, "w1"), Sample(20_000, 5, 60, False, None), Sample(23_900, 5, 60, False, None)]
-    assert judge(0, quick, 10 * MIN).verdict == "STALLED"  # nobody for 3.9 s only: not yet STOPPED
+    assert judge(0, quick, 10 * MIN).verdict == "STALLED"  # nobody for 3.9 s only: not yet STOPPED (3 samples)
     assert judge(0, [Sample(0, 4, 40, False, "w1"), *quick[1:]], 10 * MIN).verdict == "UNKNOWN"
 
 
 def test_a_dying_consumer_goes_from_stalled_to_stopped_without_a_better_verdict_between():
     h = _history((0, 100, 40, "w1"), (1, 100, 50, "w1"), (2, 100, 60, None), (3, 100, 70, None))
-    assert [judge(0, h[:n], 10 * MIN).verdict for n in (2, 3, 4)] == ["STALLED", "STALLED", "STOPPED"]
+    assert [judge(0, h[:n], 10 * MIN).verdict for n in (2, 3, 4)] == ["UNKNOWN", "STALLED", "STOPPED"]
+
+
+def test_two_samples_seconds_apart_on_a_fresh_history_are_no_stall():
+    """What an outside try found: STALLED (ERROR) after two samples 12 s apart. A batch can take that long."""
+    h = [Sample(0, 100, 40, False, "w1"), Sample(12_000, 100, 40, False, "w1")]
+    v = judge(0, h, 10 * MIN)
+    assert v.verdict == "UNKNOWN" and "a stall needs 3 samples" in v.reason
+    assert judge(0, [*h, Sample(24_000, 100, 40, False, "w1")], 10 * MIN).verdict == "STALLED"
+
+
+def test_runs_further_apart_than_the_window_widen_it_to_their_spacing():
+    quarter = 15 * MIN
+    times = [0, quarter, 2 * quarter]
+    assert window_for(times[:1], 10 * MIN) == 10 * MIN  # one run: nothing to widen to
+    assert window_for(times[:2], 10 * MIN) == quarter + quarter // 10
+    assert window_for(times, 10 * MIN) == 2 * quarter + quarter // 10  # the last three runs, jitter to spare
+    assert window_for([0, MIN, 2 * MIN], 10 * MIN) == 10 * MIN  # the window holds them: as asked
+    assert window_for([0, 7 * 60 * MIN], 10 * MIN) == 10 * MIN  # runs hours apart are no history to widen to
+    h = [Sample(t, 100, 40, False, "w1") for t in times]
+    assert judge(0, h, 10 * MIN).verdict == "UNKNOWN"
+    assert judge(0, h, window_for(times, 10 * MIN)).verdict == "STALLED"  # cron every 15 minutes can alert
+
+
+def test_how_long_the_verdict_has_been_unknown():
+    runs = [(0, "OK"), (MIN, "UNKNOWN"), (61 * MIN, "UNKNOWN"), (90 * MIN, "UNKNOWN")]
+    assert unknown_for(runs) == 89 * MIN
+    assert unknown_for([*runs, (91 * MIN, "STALLED")]) == 0
+    assert unknown_for([(0, None), (MIN, "UNKNOWN")]) == 0  # one run: no time yet
 
 
 def test_messages_that_only_just_arrived_at_an_idle_consumer_are_not_a_stall():
@@ -112,7 +142,9 @@ def test_messages_that_only_just_arrived_at_an_idle_consumer_are_not_a_stall():
     later = [*h, *_history((7, 100, 9, "w1"))]
     assert judge(0, later, 10 * MIN).verdict == "OK"  # nothing waited at some point of the window
     v = judge(0, later, 90_000)  # the window holds the last two samples only: messages waited all along
-    assert (v.verdict, v.reason) == ("STALLED", "committed offset 100 has not moved for 1m 00s while 9 wait")
+    assert v.verdict == "UNKNOWN" and "a stall needs 3 samples" in v.reason  # two samples are no stall yet
+    v = judge(0, [*later, *_history((8, 100, 12, "w1"))], 150_000)
+    assert (v.verdict, v.reason) == ("STALLED", "committed offset 100 has not moved for 2m 00s while 12 wait")
 
 
 def test_a_slow_consumer_that_commits_within_the_window_is_not_stalled():
