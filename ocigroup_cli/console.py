@@ -136,12 +136,14 @@ class StatusLine:
 STATUS = StatusLine()
 
 
-def notice(message: str, quiet_too: bool = False) -> None:
-    """A line on stderr, none with -q unless `quiet_too` (what a script cannot do without, such as a port chosen)."""
+def notice(message: str, quiet_too: bool = False, command: str | None = None) -> None:
+    """A line on stderr, and the command it offers on a line of its own; none with -q unless `quiet_too` (what a
+    script cannot do without, such as a port chosen)."""
     with STATUS.lock:
         STATUS.clear()
         if not QUIET or quiet_too:
             _write_err(message + "\n")
+            _command(command)
 
 
 def interrupted(message: str) -> None:

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import threading
+import time
 
 import pytest
 from hypothesis import settings
@@ -28,6 +29,11 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # loopback); tests that need a proxy set their own.
 for _name in [name for name in os.environ if name.lower().endswith("_proxy")]:
     del os.environ[_name]
+
+# A time without an offset is local time (as `date` prints it): the suite runs in UTC wherever it runs, and the
+# tests about time zones set their own TZ.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 # Hypothesis scale: "ci" (the default) keeps the property and state-machine tests to seconds; "full" runs
 # 10,000 examples per property (OCIGROUP_HYPOTHESIS_PROFILE=full, or OCIGROUP_FULL_SCALE=1 like the slow tests).

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -106,6 +107,9 @@ Split = Annotated[int, typer.Option(help="Cut each partition's range into N para
 AllowTruncated = Annotated[
     bool, typer.Option("--allow-truncated", help="Export what is left when the start has left retention.")
 ]
+AllowFuture = Annotated[
+    bool, typer.Option("--allow-future", help="Accept a --to-time in the future: export up to now, marked truncated.")
+]
 DriverMemory = Annotated[str, typer.Option(help="Spark driver memory.")]
 
 
@@ -122,6 +126,7 @@ def export(
     master: Master = None,
     split: Split = 1,
     allow_truncated: AllowTruncated = False,
+    allow_future: AllowFuture = False,
     driver_memory: DriverMemory = "2g",
     output: OutputOption = None,
 ) -> None:
@@ -137,6 +142,7 @@ def export(
     g = globals_of(ctx)
     now = g.clock.time_ms()
     times = (_time("--from-time", from_time, now), _time("--to-time", to_time, now))
+    _not_ahead(times, now, allow_future)
     profile = load_profile(
         ctx,
         **{"export.out": (out, "--out"), "export.format": (format, "--format"), "export.master": (master, "--master")},
@@ -159,14 +165,39 @@ def export(
         notice=console.notice,
         show=_Shown(g.clock, g.verbose),
     )
-    doc = outcome.manifest
-    console.emit(doc, fmt(ctx, output), lambda: _summary(doc))
-    console.notice(
-        f"exported {doc['rows']:,} rows to {target.out}; check it any time with: ocigroup export verify {target.out}"
-    )
+    _report(outcome.manifest, target, fmt(ctx, output))
     if outcome.cache is not None and outcome.cache.recording is not None:
         console.notice("saving Spark's class archive, so that later exports start sooner (first export only)")
         outcome.finish()
+
+
+def _report(doc: dict[str, Any], target: Target, out: str) -> None:
+    """The manifest as the command's output, what it holds short of the range asked, and how to check it."""
+    console.emit(doc, out, lambda: _summary(doc))
+    cut = doc.get("truncated_at_present")
+    if cut:
+        console.warn(f"the export stopped at the present ({cut['stopped_at']}), before the --to-time asked "
+                     f"({cut['asked_to']}): its manifest records it, and verify reports it as truncated")  # fmt: skip
+    console.notice(f"exported {doc['rows']:,} rows to {target.out}; check it any time with:",
+                   command=f"ocigroup export verify {shlex.quote(str(target.out))}")  # fmt: skip
+
+
+def _not_ahead(times: tuple[int | None, int | None], now_ms: int, allow_future: bool) -> None:
+    """A range that starts in the future holds nothing yet; one that ends there would stop at the present, short
+    of what was asked: refused, unless --allow-future (then recorded as truncated)."""
+    from ocigroup_cli.core.timefmt import both_zones, human_duration
+
+    start, end = times
+    if start is not None and start > now_ms:
+        raise UsageError(f"--from-time {both_zones(start)} is in the future: nothing is there to export yet.",
+                         "a time without an offset is local time (as date prints it)")  # fmt: skip
+    if end is not None and end > now_ms and not allow_future:
+        raise UsageError(
+            f"--to-time {both_zones(end)} is {human_duration((end - now_ms) / 1000)} in the future: the export would "
+            "stop at the present, short of the range asked.",
+            "run it once the range has closed (cron: a few minutes after), or pass --allow-future to export up to "
+            "now, recorded as truncated",
+        )
 
 
 def _target(profile: Profile) -> Target:
@@ -186,28 +217,42 @@ def _target(profile: Profile) -> Target:
 def verify(
     ctx: typer.Context,
     directory: Annotated[Path, typer.Argument(help="An export's directory.")],
+    allow_truncated: Annotated[
+        bool, typer.Option("--allow-truncated", help="Accept an export that holds less than was asked (exit 0).")
+    ] = False,
     output: OutputOption = None,
 ) -> None:
-    """Recompute every file's SHA-256 and statistics and the content digest; list what differs from the manifest.
+    """Recompute every file's SHA-256 and statistics and the content digest; list what differs from the manifest,
+    and where the export holds less than was asked for (truncated: its start had left retention, or it ran before
+    the end of its range).
 
-    Exit status 0 when every claim holds, 1 on any difference, missing or extra file.
+    Exit status 0 when every claim holds and the export is whole, 1 on any difference, missing or extra file, or
+    a truncated export (unless --allow-truncated).
     """
+    from ocigroup_cli.export.verify import truncation
     from ocigroup_cli.export.verify import verify as check
 
     doc, problems = check(directory)
-    result = {"directory": str(directory), "ok": not problems, "rows": doc.get("rows"), "problems": problems}
+    short = truncation(doc)
+    ok = not problems and (allow_truncated or not short)
+    result = {"directory": str(directory), "ok": ok, "rows": doc.get("rows"), "problems": problems,
+              "truncated": short}  # fmt: skip
     out = fmt(ctx, output)
     if out != "table":
         console.emit(result, out)
     else:
-        for problem in problems:
-            console.data_line(problem)
+        for line in [*problems, *(f"truncated: {note}" for note in short)]:
+            console.data_line(line)
     if problems:
         raise OcigroupError(f"{directory}: {len(problems)} difference(s) from its manifest.")
+    if short and not allow_truncated:
+        raise OcigroupError(f"{directory}: the files match the manifest, but the export is truncated: {short[0]}.",
+                            "export the rest again, or accept it as it is with --allow-truncated")  # fmt: skip
     if out == "table":
+        whole = "" if not short else " (truncated, accepted with --allow-truncated)"
         console.data_line(
             f"OK: {directory}: {doc['rows']:,} rows in {len(doc['files'])} file(s) match the manifest "
-            f"(content digest {doc['content_digest']['value'][:16]}…)"
+            f"(content digest {doc['content_digest']['value'][:16]}…){whole}"
         )
 
 

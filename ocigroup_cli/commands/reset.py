@@ -17,6 +17,7 @@ from ocigroup_cli.core.timespec import Position, parse_duration_ms, parse_positi
 from ocigroup_cli.errors import Interrupted, OcigroupError, UsageError
 
 if TYPE_CHECKING:
+    from ocigroup_cli.commands.common import Globals
     from ocigroup_cli.config import Profile
     from ocigroup_cli.ops.reset import PartitionPlan, Plan
     from ocigroup_cli.ops.session import Session
@@ -41,19 +42,27 @@ def _table(p: Plan) -> object:
         ]
         for x in p.partitions
     ]
-    return console.table(COLUMNS, rows, title=f"reset of group {p.group} on {p.stream} to {p.target.describe()}")
+    return console.table(COLUMNS, rows, title=f"reset of group {p.group} on {p.stream} to {p.target.describe_both()}")
 
 
-def _target(to: str | None, by_duration: str | None, now_ms: int) -> Position:
+def _target(to: str | None, by_duration: str | None, now_ms: int, allow_future: bool) -> Position:
     if (to is None) == (by_duration is None):
         raise UsageError("give exactly one of --to earliest|latest|TIME or --by-duration D.")
     try:
         if by_duration is not None:
             return Position("AT_TIME", now_ms - parse_duration_ms(by_duration))
         assert to is not None
-        return parse_position(to, now_ms)
+        target = parse_position(to, now_ms)
     except ValueError as exc:
         raise UsageError(f"{exc}.") from None
+    if target.kind == "AT_TIME" and (target.time_ms or 0) > now_ms and not allow_future:
+        ahead = human_duration(((target.time_ms or 0) - now_ms) / 1000)
+        raise UsageError(
+            f"--to {to}: {target.describe_both()} is {ahead} in the future: the reset would skip every message until "
+            "then, those not yet published included.",
+            "a time without an offset is local time (as date prints it); to skip ahead on purpose, add --allow-future",
+        )
+    return target
 
 
 def reset(
@@ -69,6 +78,9 @@ def reset(
         bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (required when not on a TTY).")
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Reset even while instances hold live reservations.")] = False,
+    allow_future: Annotated[
+        bool, typer.Option("--allow-future", help="Accept a --to time in the future (it skips until then).")
+    ] = False,
     save_plan: Annotated[
         str | None, typer.Option("--save-plan", help="Write the plan to FILE, to execute later with --from-plan.")
     ] = None,
@@ -97,12 +109,9 @@ def reset(
     s = session(ctx, profile)
     if from_plan is not None:
         the_plan = _from_file(s, Path(from_plan), group, g.clock.time_ms())
-        again = f"ocigroup{g.repeated()} reset --from-plan {shlex.quote(from_plan)} --execute"
+        again = f"ocigroup{g.repeated()} reset --from-plan {shlex.quote(from_plan)} --execute --yes"
     else:
-        the_plan = _new_plan(s, profile, _target(to, by_duration, g.clock.time_ms()), g.clock.time_ms())
-        again = (
-            f"ocigroup{g.repeated()} reset {shlex.quote(the_plan.group)} --to {the_plan.target.describe()} --execute"
-        )
+        the_plan, again = _planned(s, profile, _target(to, by_duration, g.clock.time_ms(), allow_future), g)
     out = fmt(ctx, output)
     for x in the_plan.losses:  # what the group lost before this reset, whatever the reset does
         console.warn(f"{x.text()}; after the reset {x.reads_on()} at the earliest")
@@ -127,6 +136,15 @@ def _check_flags(
                          "drop --execute, then run: ocigroup reset --from-plan FILE --execute")  # fmt: skip
     if from_plan is not None and (to is not None or by is not None):
         raise UsageError("--from-plan carries its own target.", "drop --to / --by-duration")
+
+
+def _planned(s: Session, profile: Profile, target: Position, g: Globals) -> tuple[Plan, str]:
+    """The plan to `target`, and the command that executes it as it stands (from a script too: --yes)."""
+    now = g.clock.time_ms()
+    the_plan = _new_plan(s, profile, target, now)
+    future = " --allow-future" if (target.time_ms or 0) > now else ""
+    to = the_plan.target.describe()
+    return the_plan, f"ocigroup{g.repeated()} reset {shlex.quote(the_plan.group)} --to {to}{future} --execute --yes"
 
 
 def _new_plan(s: Session, profile: Profile, target: Position, now_ms: int) -> Plan:
@@ -160,7 +178,7 @@ def _save(s: Session, the_plan: Plan, path: Path, now_ms: int, options: str) -> 
     except OSError as exc:
         raise UsageError(f"--save-plan {path}: {exc.strerror or exc}.", "give a path in a writable directory") from None
     console.notice(f"plan saved to {path}")
-    return f"ocigroup{options} reset --from-plan {shlex.quote(str(path))} --execute"
+    return f"ocigroup{options} reset --from-plan {shlex.quote(str(path))} --execute --yes"
 
 
 def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool, again: str) -> bool:
@@ -173,7 +191,7 @@ def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool, a
     )
     if not execute:
         console.emit(the_plan.to_json(), out, lambda: _table(the_plan))
-        console.notice(f"dry run: nothing changed. To apply this plan: {again}")
+        console.notice("dry run: nothing changed. To apply this plan, run:", command=again)
         if the_plan.live_instances and not force:
             console.warn(f"--execute would be refused: live instances ({expiry}); {LIVE_HINT}.")
         return False
@@ -187,7 +205,7 @@ def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool, a
         raise UsageError("refusing to reset without --yes when not on a terminal.")
     console.out().print(_table(the_plan))
     try:
-        confirmed = console.ask(f"Reset group {name!r} to {target.describe()}?")
+        confirmed = console.ask(f"Reset group {name!r} to {target.describe_both()}?")
     except KeyboardInterrupt:
         raise Interrupted("reset cancelled at the question; nothing changed.") from None
     if not confirmed:

@@ -26,8 +26,9 @@ def datetime_to_ms(value: dt.datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
-def parse_rfc3339_ms(text: str) -> int:
-    """Parse an RFC 3339 timestamp (fraction optional, `Z` or ±hh:mm; none means UTC) to epoch ms.
+def parse_rfc3339_ms(text: str, naive_local: bool = False) -> int:
+    """Parse an RFC 3339 timestamp (fraction optional, `Z` or ±hh:mm; none means UTC, or with `naive_local` the
+    local time zone's, as `date` prints it) to epoch ms.
 
     Raises ValueError with a description of the accepted shape.
     """
@@ -41,12 +42,25 @@ def parse_rfc3339_ms(text: str) -> int:
         tz = dt.timezone(sign * dt.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
     micros = int((frac or "0").ljust(6, "0")[:6])
     try:
-        value = dt.datetime(
-            int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micros, tzinfo=tz
-        )
-    except ValueError as exc:
+        # naive at first: without an offset it is the local time zone's, resolved (with summer time) by the OS
+        value = dt.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micros)  # noqa: DTZ001
+        value = value.astimezone() if zone is None and naive_local else value.replace(tzinfo=tz)
+    except (ValueError, OverflowError, OSError) as exc:
         raise ValueError(f"{text!r} is not a valid date and time: {exc}") from None
     return datetime_to_ms(value)
+
+
+def local_text(ms: int) -> str:
+    """Epoch milliseconds in the local time zone, for a person: `2026-11-26 22:30:00 CET`."""
+    seconds, millis = divmod(ms, 1000)
+    t = (_EPOCH + dt.timedelta(seconds=seconds)).astimezone()
+    fraction = f".{millis:03d}" if millis else ""
+    return f"{t:%Y-%m-%d %H:%M:%S}{fraction} {t.tzname() or t.strftime('%z')}"
+
+
+def both_zones(ms: int) -> str:
+    """UTC as the service writes it, and the local time beside it: `2026-11-26T21:30:00.000Z (22:30 CET here)`."""
+    return f"{ms_to_rfc3339(ms)} ({local_text(ms)} here)"
 
 
 def human_duration(seconds: float) -> str:

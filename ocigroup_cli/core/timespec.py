@@ -1,17 +1,18 @@
-"""User time input: RFC 3339 (offset optional, none = UTC), a date, epoch seconds or milliseconds, or a
-duration ago (`15m`, `2h ago`, `1d`, `90s`, ISO `PT1H30M`); and positions in a stream (earliest, latest, a time)."""
+"""User time input: RFC 3339 (offset optional: none is the local time zone's, as `date` prints it), a date (local
+midnight), epoch seconds or milliseconds, or a duration ago (`15m`, `2h ago`, `1d`, `90s`, ISO `PT1H30M`); and
+positions in a stream (earliest, latest, a time). Output times are UTC."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
+from ocigroup_cli.core.timefmt import both_zones, ms_to_rfc3339, parse_rfc3339_ms
 
 ACCEPTED = (
-    "accepted: 2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00, 2024-05-01 10:00 (UTC), 2024-05-01 (UTC "
-    "midnight), epoch seconds (1714557600) or milliseconds (1714557600000), or a duration ago such as 15m, "
-    "2h ago, 1d, PT1H"
+    "accepted: 2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00, 2024-05-01 10:00 (local time, as date prints it), "
+    "2024-05-01 (local midnight), epoch seconds (1714557600) or milliseconds (1714557600000), or a duration ago "
+    "such as 15m, 2h ago, 1d, PT1H"
 )
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
@@ -39,11 +40,12 @@ def parse_time_ms(text: str, now_ms: int) -> int:
         value = int(t)
         return value if len(t) >= 12 else value * 1000
     if _DATE.match(t):
-        t += "T00:00:00Z"
+        t += "T00:00:00"
     try:
-        return parse_rfc3339_ms(t)
-    except ValueError:
-        pass
+        return parse_rfc3339_ms(t, naive_local=True)
+    except ValueError as exc:
+        if "not a valid date" in str(exc):
+            raise
     if t.lower().endswith(" ago"):  # "15m ago", as the help writes it
         t = t[:-4].rstrip()
     try:
@@ -61,6 +63,10 @@ class Position:
 
     def describe(self) -> str:
         return {"TRIM_HORIZON": "earliest", "LATEST": "latest"}.get(self.kind) or ms_to_rfc3339(self.time_ms or 0)
+
+    def describe_both(self) -> str:
+        """As describe(), a time in UTC and in the local time zone beside it."""
+        return both_zones(self.time_ms or 0) if self.kind == "AT_TIME" else self.describe()
 
 
 EARLIEST = Position("TRIM_HORIZON")

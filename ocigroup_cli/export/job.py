@@ -129,6 +129,10 @@ def build_manifest(
             "to_time": ms_to_rfc3339(plan.to_ms) if plan.to_ms is not None else None,
         },
         "fixed_end": ms_to_rfc3339(plan.end_ms),
+        # a --to-time after the export's start (--allow-future): the export stops at the present, and says so
+        "truncated_at_present": None
+        if plan.to_ms is None or plan.to_ms <= plan.end_ms
+        else {"asked_to": ms_to_rfc3339(plan.to_ms), "stopped_at": ms_to_rfc3339(plan.end_ms)},
         "slices": [asdict(s) for s in plan.slices],
         "partitions": partitions,
         "rows": sum(f.rows for f in files),

@@ -18,7 +18,7 @@ from ocigroup_cli.config import Profile
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
-from ocigroup_cli.errors import BadRequest, ExitCode, OcigroupError, TransientError, UsageError
+from ocigroup_cli.errors import BadRequest, ExitCode, OcigroupError, RetentionLost, TransientError, UsageError
 from ocigroup_cli.export.plan import Plan, Slice
 from ocigroup_cli.export.progress import SliceCounter
 
@@ -96,15 +96,20 @@ def _start_cursor(client: StreamingClient, stream: StreamInfo, s: Slice) -> str 
     except BadRequest:
         pass
     # the offset is outside the retained range: before it (retention moved on) or past the end
-    probe = client.create_cursor(stream, s.partition, "TRIM_HORIZON")
-    oldest = client.first(stream, probe)
-    if oldest and oldest.offset > s.first:
+    _left_retention(client, stream, s)
+    return None
+
+
+def _left_retention(client: StreamingClient, stream: StreamInfo, s: Slice) -> None:
+    """Raise when the slice's first offset has left retention since the export was planned (the oldest retained
+    offset is past it): its start cannot be read any more."""
+    oldest = client.first(stream, client.create_cursor(stream, s.partition, "TRIM_HORIZON"))
+    if oldest is None or oldest.offset > s.first:
+        now = "nothing is retained now" if oldest is None else f"the oldest retained offset is now {oldest.offset}"
         raise UsageError(
-            f"partition {s.partition}: offset {s.first} left retention while the export ran; "
-            f"the oldest retained offset is now {oldest.offset}.",
+            f"partition {s.partition}: offset {s.first} left retention while the export ran; {now}.",
             "run again (with --allow-truncated to accept the loss)",
         )
-    return None
 
 
 def read_slice(client: StreamingClient, stream: StreamInfo, plan: Plan, s: Slice) -> Iterator[list[Message]]:
@@ -114,7 +119,11 @@ def read_slice(client: StreamingClient, stream: StreamInfo, plan: Plan, s: Slice
         return
     stop_ms = plan.stop_ms
     while True:
-        messages, cursor = client.get_messages(stream, cursor, limit=plan.limit)
+        try:
+            messages, cursor = client.get_messages(stream, cursor, limit=plan.limit)
+        except RetentionLost:  # the service refuses a cursor whose messages expired: the start left retention
+            _left_retention(client, stream, s)
+            raise
         if not messages:
             return  # caught up with the partition's end
         messages, done = _cut(messages, s.last, stop_ms)

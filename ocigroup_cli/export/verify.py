@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 from ocigroup_cli.errors import UsageError
 from ocigroup_cli.export import manifest
 
@@ -75,3 +76,20 @@ def verify(directory: Path) -> tuple[dict[str, Any], list[str]]:
     if doc.get("content_digest", {}).get("value") != digest:
         problems.append(_differ("content digest", doc.get("content_digest", {}).get("value"), digest))
     return doc, problems
+
+
+def truncation(doc: dict[str, Any]) -> list[str]:
+    """Where the export holds less than was asked for, as its manifest records it (the files can match it all the
+    same): a start that had left retention, an end after the export ran."""
+    notes = []
+    for entry in doc.get("partitions", []):
+        if entry.get("truncated"):
+            asked = (entry.get("requested") or {}).get("first_offset")
+            wanted = f"offset {asked}" if asked is not None else f"{(doc.get('requested') or {}).get('from_time')}"
+            notes.append(f"partition {entry['partition']} starts at offset {entry.get('first_offset')}, not at the "
+                         f"{wanted} asked: the messages before had left retention")  # fmt: skip
+    asked_to, end = (doc.get("requested") or {}).get("to_time"), doc.get("fixed_end")
+    if asked_to and end and parse_rfc3339_ms(asked_to) > parse_rfc3339_ms(end):
+        notes.append(f"it ends at {end}, when it ran, not at the --to-time {asked_to} asked: what came later is "
+                     "not in it")  # fmt: skip
+    return notes

@@ -287,3 +287,44 @@ def test_the_first_export_records_the_class_archive_and_later_exports_map_it(cli
         assert len(archives) == 1 and archives[0].startswith("spark-") and archives[0].endswith(".jsa"), archives
         assert ("first export only" in proc.stderr) == (run_number == 0)
     assert digests[0] == digests[1]
+
+
+def test_a_range_ending_in_the_future_is_refused_or_exported_up_to_now_and_verified_as_truncated(exporting, tmp_path):
+    from ocigroup_cli.core.timefmt import ms_to_rfc3339
+
+    cli, _, _ = exporting
+    import time
+
+    tomorrow = ms_to_rfc3339(int(time.time() * 1000) + 86_400_000)
+    args = ["--partition", "0-1", "--from-time", "1h", "--to-time", tomorrow]
+    refused = _export(cli, tmp_path / "early", *args)
+    assert refused.code == ExitCode.USAGE and "in the future" in refused.err and "--allow-future" in refused.err
+    assert not (tmp_path / "early").exists()
+    r = _export(cli, tmp_path / "upto", *args, "--allow-future")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["truncated_at_present"] == {"asked_to": tomorrow, "stopped_at": doc["fixed_end"]}
+    assert "the export stopped at the present" in r.err
+    check = cli("export", "verify", str(tmp_path / "upto"))
+    assert check.code == ExitCode.FAILURE and "the export is truncated" in check.err
+    assert f"truncated: it ends at {doc['fixed_end']}, when it ran, not at the --to-time {tomorrow}" in check.out
+    accepted = cli("export", "verify", str(tmp_path / "upto"), "--allow-truncated")
+    assert accepted.code == 0 and "truncated, accepted with --allow-truncated" in accepted.out
+
+
+def test_an_export_whose_start_had_left_retention_verifies_as_truncated(cli, spark, sdk, clock, tmp_path):
+    cli.spark = spark
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test").data[0].id
+    sdk.put(sid, [("same-key", f"old-{i}") for i in range(5)])
+    clock.advance_ms(24 * 3_600_000 - 1_000)
+    entries = sdk.put(sid, [("same-key", "new")]).entries
+    clock.advance_ms(2_000)
+    p = str(entries[0].partition)
+    out = tmp_path / "rest"
+    assert _export(cli, out, "--partition", p, "--from-offset", "0", "--allow-truncated").code == 0
+    check = cli("-o", "json", "export", "verify", str(out))
+    assert check.code == ExitCode.FAILURE, check.err
+    doc = json.loads(check.out)
+    assert doc["ok"] is False and doc["problems"] == []
+    assert doc["truncated"] == [f"partition {p} starts at offset {entries[0].offset}, not at the offset 0 asked: "
+                                "the messages before had left retention"]  # fmt: skip

@@ -122,7 +122,7 @@ def test_a_partial_refusal_is_reported_and_fails_the_run(group_of):
     r = proc.run(["--config", config, "inspect", "--post-metrics"], env)
     err = r.stderr.decode()
     assert r.returncode == 1, err
-    assert "OCI Monitoring refused 10 metric(s): lag{stream=orders,group=billing,partition=0}: Datapoint" in err
+    assert "OCI Monitoring refused 11 metric(s): lag{stream=orders,group=billing,partition=0}: Datapoint" in err
     assert "Traceback" not in err
 
 

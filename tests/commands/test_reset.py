@@ -164,7 +164,8 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
         dry = proc.run(["--config", config, "reset", "--to", "10m", "--save-plan", str(plan_file)], env)
         err = dry.stderr.decode()
         assert dry.returncode == 0 and f"plan saved to {plan_file}" in err, err
-        assert f"To apply this plan: ocigroup --config {config} reset --from-plan {plan_file} --execute" in err
+        assert "To apply this plan, run:" in err
+        assert f"\n  ocigroup --config {config} reset --from-plan {plan_file} --execute --yes\n" in err
         saved = json.loads(plan_file.read_text())
         assert saved["target"]["kind"] == "AT_TIME" and saved["partitions"][0]["committed_offset"] == committed
         time.sleep(1.5)  # "10m" later is another time: the plan's must be the one applied

@@ -36,7 +36,7 @@ def clean_env(state_dir: Path, **extra: str) -> dict[str, str]:
         for k, v in os.environ.items()
         if not k.startswith(("OCIGROUP_", "OCI_")) and "proxy" not in k.lower() and k != "PYTHONUNBUFFERED"
     }
-    env.update(OCIGROUP_STATE_DIR=str(state_dir), **extra)
+    env.update(OCIGROUP_STATE_DIR=str(state_dir), TZ="UTC", **extra)
     return env
 
 
