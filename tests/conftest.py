@@ -49,7 +49,12 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 # Run with workers (`make test`: pytest -n 2 --dist loadgroup), the tests that start JVMs (Spark) and the timed
 # fault scenarios (reliability) share one worker, one after another: they never run at the same time as each
 # other, the Spark engine of the session is started once, and the other worker takes the rest.
-HEAVY = ("tests/commands/test_export", "tests/export/", "tests/reliability/test_scenarios.py")
+HEAVY = (
+    "tests/commands/test_export",
+    "tests/export/",
+    "tests/reliability/test_scenarios.py",
+    "tests/test_readme.py::test_an_export_for_audit",
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the marks

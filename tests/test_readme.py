@@ -1,0 +1,253 @@
+"""Every runbook recipe of README.md, run as the README writes it, against the emulator: each command line of its
+code blocks through bash (a cron line through sh, its schedule dropped and its `\\%` unescaped, as cron does), with
+no terminal, the profile chosen by OCIGROUP_CONFIG, and only the README's placeholders filled in (a time, an
+offset, a directory), each of which must be there. A recipe added without a scenario here fails the suite."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ocigroup_cli.core.clock import ManualClock, SystemClock
+from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
+from ocigroup_cli.ops import groups
+from tests.helpers import cli as proc
+from tests.helpers.service import Sdk, start_server, write_config
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+HOUR = 3_600_000
+MINUTE = 60_000
+WATCH_S = 4.0  # a --watch line runs this long, then gets Ctrl-C (SIGINT), as a person would stop it
+
+
+def recipes() -> dict[str, list[str]]:
+    """{recipe title: its command lines}, from the README's "Runbook recipes" section."""
+    text = README.read_text()
+    section = text[text.index("## Runbook recipes") : text.index("## Exit codes")]
+    found: dict[str, list[str]] = {}
+    for block in re.split(r"^### ", section, flags=re.MULTILINE)[1:]:
+        title, _, body = block.partition("\n")
+        lines = []
+        for kind, code in re.findall(r"```(bash|cron)\n(.*?)```", body, flags=re.DOTALL):
+            for line in filter(None, (x.strip() for x in code.splitlines())):
+                lines.append(f"cron:{line}" if kind == "cron" else line)
+        found[title.strip()] = lines
+    return found
+
+
+@dataclass
+class World:
+    """An emulator in a state where a recipe makes sense, a profile for it, and what fills the placeholders."""
+
+    sdk: Sdk
+    sid: str
+    env: dict[str, str]
+    work: Path
+    fill: dict[str, str] = field(default_factory=dict)
+    expect: str = ""  # what a recipe's command should print first, where the scenario knows it
+
+
+def _run(world: World, line: str) -> subprocess.CompletedProcess[bytes]:
+    for placeholder, value in world.fill.items():
+        line = line.replace(placeholder, value)
+    shell = ["bash", "-c", line]
+    if line.startswith("cron:"):  # the schedule's five fields dropped; cron turns \% into % and runs sh
+        command = line[len("cron:") :].split(None, 5)[5]
+        shell = ["sh", "-c", command.replace("\\%", "%")]
+    if "--watch" not in line:
+        return subprocess.run(shell, env=world.env, cwd=world.work, capture_output=True, stdin=subprocess.DEVNULL,
+                              timeout=240)  # fmt: skip
+    running = subprocess.Popen(shell, env=world.env, cwd=world.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    time.sleep(WATCH_S)
+    os.killpg(running.pid, signal.SIGINT)
+    out, err = running.communicate(timeout=30)
+    return subprocess.CompletedProcess(shell, running.returncode, out, err)
+
+
+def play(world: World, lines: list[str], codes: list[int]) -> list[subprocess.CompletedProcess[bytes]]:
+    """Run the recipe's lines in order; each must end with its expected code, and none with a traceback."""
+    for placeholder in world.fill:
+        assert any(placeholder in line for line in lines), f"the README no longer has {placeholder!r}"
+    assert len(lines) == len(codes), lines
+    done = []
+    for line, code in zip(lines, codes, strict=True):
+        r = _run(world, line)
+        err = r.stderr.decode()
+        assert r.returncode == code, f"{line}\n-> exit {r.returncode}\n{err}"
+        assert "Traceback" not in err and "internal error" not in err, err
+        done.append(r)
+    return done
+
+
+def key_for(partition: int, partitions: int) -> str:
+    return next(f"k{i}" for i in range(1000) if zlib.crc32(f"k{i}".encode()) % partitions == partition)
+
+
+@pytest.fixture
+def world(api_key, tmp_path) -> Iterator[tuple[World, ManualClock]]:
+    """The emulator on a test clock set to now and running, a profile (stream `orders`, group `billing`) that
+    OCIGROUP_CONFIG names, and `ocigroup` on PATH."""
+    clock = ManualClock(SystemClock().time_ms())
+    server = start_server(api_key, clock)
+    sdk = Sdk(server, api_key)
+    work = tmp_path / "work"
+    work.mkdir()
+    config = write_config(tmp_path, api_key, server.url, group__name="billing", group__timeout_ms=3000)
+    env = proc.clean_env(tmp_path / "state", OCIGROUP_CONFIG=config, PATH=f"{proc.EXE.parent}:{os.environ['PATH']}")
+    yield World(sdk, "", env, work), clock
+    server.stop()
+
+
+@pytest.fixture
+def busy(world) -> World:
+    """`orders` with 8 partitions and a backlog; `billing` read part of it and its instance stopped (its
+    reservation ran out), so nothing live holds the group."""
+    w, clock = world
+    clock.set_ms(clock.time_ms() - 3 * HOUR)
+    w.sid = w.sdk.stream(partitions=8, name="orders")
+    w.sdk.put(w.sid, [(key_for(i % 8, 8), f"early-{i}") for i in range(200)])
+    cursor = w.sdk.group_cursor(w.sid, "billing", "worker-1", timeout_in_ms=1000)
+    clock.advance_ms(300)
+    w.sdk.get(w.sid, cursor, limit=50)
+    clock.set_ms(SystemClock().time_ms() - 30 * MINUTE)
+    w.sdk.put(w.sid, [(key_for(i % 8, 8), f"late-{i}") for i in range(200)])
+    clock.set_ms(SystemClock().time_ms())
+    clock.run(True)
+    return w
+
+
+def test_every_recipe_has_a_scenario():
+    assert set(recipes()) == {
+        "A lagging group", "A stuck partition", "A dead consumer", "Replay from a time",
+        "Messages lost past retention", "A group that vanished", "An export for audit", "Alerts from cron",
+    }  # fmt: skip
+
+
+def test_a_lagging_group_and_a_dead_consumer(busy):
+    done = play(busy, recipes()["A lagging group"], [0, 130])
+    assert json.loads(done[0].stdout)["group"] == "billing"
+    watched = play(busy, recipes()["A dead consumer"], [130])[0]
+    first = json.loads(watched.stdout.decode().splitlines()[0])
+    assert first["event"] == "snapshot" and first["health"]["verdict"]
+
+
+def test_a_stuck_partition(busy):
+    third = busy.sdk.read_all(busy.sid, 3)
+    busy.fill = {"1234": str(third[len(third) // 2].offset)}
+    busy.expect = base64.b64decode(third[len(third) // 2].value).decode()
+    done = play(busy, recipes()["A stuck partition"], [0, 0, 0])
+    assert json.loads(done[0].stdout)["partition"] == 3
+    assert len(done[1].stdout.decode().splitlines()) == 5
+    assert done[2].stdout.decode().splitlines()[0] == busy.expect  # the message at the offset, then the rest
+
+
+def test_replay_from_a_time(busy):
+    done = play(busy, recipes()["Replay from a time"], [0, 0])
+    plan = json.loads((busy.work / "billing.plan").read_text())
+    record = json.loads(done[1].stdout)
+    assert record["target"] == plan["target"]["text"] and len(record["result"]) == 8
+
+
+def test_alerts_from_cron(busy):
+    busy.fill = {"/var/tmp/": f"{busy.work}/", "/var/log/": f"{busy.work}/"}
+    lag, _ = play(busy, recipes()["Alerts from cron"], [5, 0])  # messages 3 h old wait: over the 15m time lag
+    assert b"exceeds --fail-on-time-lag 15m" in lag.stderr
+    assert json.loads((busy.work / "billing-lag.json").read_text())["group"] == "billing"
+    summary = json.loads((busy.work / "billing-health.ndjson").read_text().splitlines()[0])
+    assert summary["health"] == "UNKNOWN"  # one run: no history yet (the next runs judge)
+
+
+def test_messages_lost_past_retention(world):
+    """`billing` committed, then its consumers stopped for longer than the 24 h retention."""
+    w, clock = world
+    now = clock.time_ms()
+    clock.set_ms(now - 26 * HOUR)
+    w.sid = w.sdk.stream(partitions=2, name="orders", retention=24)
+    w.sdk.put(w.sid, [(key_for(0, 2), f"read-{i}") for i in range(5)])
+    cursor = w.sdk.group_cursor(w.sid, "billing", "a", timeout_in_ms=1000)
+    for _ in range(3):
+        clock.advance_ms(300)
+        _, cursor = w.sdk.get(w.sid, cursor)
+    clock.set_ms(now - 25 * HOUR)
+    w.sdk.put(w.sid, [(key_for(0, 2), f"lost-{i}") for i in range(4)])
+    clock.set_ms(now - 20 * HOUR)
+    w.sdk.group_cursor(w.sid, "billing", "crash-looping", timeout_in_ms=1000)  # keeps the group in use
+    clock.set_ms(now - HOUR)
+    w.sdk.put(w.sid, [(key_for(0, 2), f"kept-{i}") for i in range(3)])
+    clock.set_ms(now)
+    clock.run(True)
+    lines = recipes()["Messages lost past retention"]
+    inspect, tail = play(w, lines[:2], [0, 6])
+    totals = json.loads(inspect.stdout)["totals"]
+    assert totals["lost_partitions"] == [0] and totals["lost_at_most"] >= 4  # offsets have gaps: at most
+    printed = re.search(r"^  (ocigroup .*--execute --force --yes)$", tail.stderr.decode(), re.MULTILINE)
+    assert printed, tail.stderr.decode()
+    w.fill = {"2024-05-01T09:12:44.310Z": re.search(r"--to (\S+)", printed.group(1)).group(1)}
+    play(w, lines[2:], [0, 0])
+    after = json.loads(_run(w, "ocigroup inspect billing -o json").stdout)
+    assert after["totals"]["lost_partitions"] == [] and after["partitions"][0]["lag_messages"] == 3
+
+
+def test_a_group_that_vanished(world, monkeypatch):
+    """`billing`, used here three days ago and by nobody since: the service removed it."""
+    w, clock = world
+    now = clock.time_ms()
+    clock.set_ms(now - 72 * HOUR)
+    w.sid = w.sdk.stream(partitions=2, name="orders", retention=24)
+    w.sdk.group_cursor(w.sid, "billing", "a", timeout_in_ms=1000)
+    clock.set_ms(now - 2 * HOUR)
+    w.sdk.put(w.sid, [(key_for(p, 2), f"m{p}") for p in range(2)])
+    clock.set_ms(now)
+    clock.run(True)
+    monkeypatch.setenv("OCIGROUP_STATE_DIR", w.env["OCIGROUP_STATE_DIR"])
+    groups.remember(w.sid, "billing", now - 72 * HOUR)
+    w.fill = {"2024-05-01T09:12:44.310Z": ms_to_rfc3339(now - 3 * HOUR)}
+    inspect, tail, _ = play(w, recipes()["A group that vanished"], [1, 0, 0])
+    assert "is gone from the service" in inspect.stderr.decode() and json.loads(inspect.stdout)["state"] == "GONE"
+    assert sorted(tail.stdout.decode().split()) == ["m0", "m1"]
+
+
+def test_an_export_for_audit(world):
+    """Yesterday on a 48 h stream, exported whole (as the README's command and the daily cron line); the last
+    hour on a 24 h stream (the hourly cron line)."""
+    w, clock = world
+    now = clock.time_ms()
+    yesterday = ms_to_rfc3339(now - 24 * HOUR)[:10]
+    hour = ms_to_rfc3339(now - HOUR)[:13]
+    clock.set_ms(parse_rfc3339_ms(f"{yesterday}T00:00:00Z") - MINUTE)
+    w.sid = w.sdk.stream(partitions=8, name="orders", retention=24)
+    days = w.sdk.stream(partitions=8, name="orders48", retention=48)
+    clock.set_ms(parse_rfc3339_ms(f"{yesterday}T12:00:00Z"))
+    w.sdk.put(days, [(key_for(i % 8, 8), f"day-{i}") for i in range(80)])
+    clock.set_ms(parse_rfc3339_ms(f"{hour}:30:00Z"))
+    w.sdk.put(w.sid, [(key_for(i % 8, 8), f"hour-{i}") for i in range(80)])
+    clock.set_ms(now)
+    clock.run(True)
+    lines = recipes()["An export for audit"]
+    try:
+        w.fill = {"2024-05-01": yesterday}
+        day48 = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, w.fill)
+        export, _ = play(day48, lines[:2], [0, 0])
+        assert json.loads(export.stdout)["rows"] == 80
+        w.fill = {"/audit/": f"{w.work}/audit/"}
+        (w.work / "audit").mkdir()
+        play(w, lines[2:3], [0])  # the hourly line, on the 24 h stream
+        (hourly,) = (w.work / "audit").iterdir()
+        assert json.loads((hourly / "manifest.json").read_text())["rows"] == 80
+        daily = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, w.fill)
+        play(daily, lines[3:], [0])
+        assert (w.work / "audit" / f"orders-{yesterday}" / "manifest.json").exists()
+    finally:
+        subprocess.run([str(proc.EXE), "export", "engine", "stop"], env=w.env, capture_output=True, timeout=60)
