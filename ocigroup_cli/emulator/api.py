@@ -20,11 +20,14 @@ from ocigroup_cli.emulator.auth import Verifier
 from ocigroup_cli.emulator.backend import Backend, Messages
 from ocigroup_cli.emulator.errors import ServiceError, invalid, limit_exceeded
 from ocigroup_cli.emulator.limits import MAX_GET_LIMIT
+from ocigroup_cli.emulator.objectstorage import ObjectStorage
+from ocigroup_cli.emulator.storage_routes import StorageRoutes
 from ocigroup_cli.emulator.telemetry import Telemetry
 from ocigroup_cli.emulator.wire import Response, json_body
 
 BASE = "/20180418"
 METRICS = "/20180401/metrics"  # OCI Monitoring's PostMetricData (emulator/telemetry.py)
+OBJECT_STORAGE = "/n"  # OCI Object Storage (emulator/storage_routes.py)
 ADMIN = "/_emulator"
 HEALTH_SERVICE = "ocigroup-emulator"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # a 1 MiB request grows by a third in base64, plus JSON framing
@@ -54,6 +57,9 @@ class Api:
         self.verifier = verifier
         self.admin = admin
         self.telemetry = Telemetry(backend.clock)
+        options = backend.options
+        self.storage = ObjectStorage(backend.store, backend.clock, options.namespace, options.region)
+        self.storage_routes = StorageRoutes(self.storage, verifier, MAX_BODY_BYTES)
 
     def handle(
         self,
@@ -61,8 +67,9 @@ class Api:
         target: str,
         headers: Callable[[str], list[str]],
         body: bytes,
+        names: Callable[[], list[str]] | None = None,
     ) -> Response:
-        """One request; `headers(name)` gives every value of a header."""
+        """One request; `headers(name)` gives every value of a header, `names()` the headers' names."""
         given = headers("opc-request-id")
         # as the service answers: the client's id (or one made up) followed by two of its own
         request_id = "/".join(
@@ -73,7 +80,7 @@ class Api:
             ]
         )
         try:
-            response = self._route(method, target, headers, body)
+            response = self._route(method, target, headers, body, names or list)
         except ServiceError as exc:
             response = Response(
                 exc.status, json.dumps({"code": exc.code, "message": exc.message}).encode(), dict(exc.headers)
@@ -89,10 +96,14 @@ class Api:
         response.headers["opc-request-id"] = request_id
         return response
 
-    def _route(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
+    def _route(
+        self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes, names: Callable[[], list[str]]
+    ) -> Response:
         path = urlsplit(target).path
         if path.startswith(ADMIN + "/"):
             return self._admin(method, path[len(ADMIN) :], body)
+        if path == OBJECT_STORAGE or path.startswith(OBJECT_STORAGE + "/"):  # its bodies may be larger
+            return self.storage_routes.handle(method, target, headers, body, names())
         if len(body) > MAX_BODY_BYTES:
             raise limit_exceeded(f"The request body is larger than {MAX_BODY_BYTES} bytes.")
         if path == METRICS:
@@ -189,6 +200,7 @@ class Api:
             raise ServiceError(404, "NotFound", "Admin endpoints are enabled only with --test-mode.")
         if (method, path) == ("POST", "/reset"):
             self.backend.store.wipe()
+            self.storage.wipe()
             return self._json({"reset": True})
         if (method, path) == ("POST", "/clock"):
             if not isinstance(clock, ManualClock):
@@ -204,6 +216,9 @@ class Api:
                 clock.run(bool(request["running"]))
             return self._json({"nowMs": clock.time_ms(), "running": clock.running})
         raise ServiceError(404, "NotFound", f"No such admin API: {method} {path}")
+
+    def close(self) -> None:
+        self.storage.close()
 
     @staticmethod
     def _json(data: Any, headers: dict[str, str] | None = None) -> Response:

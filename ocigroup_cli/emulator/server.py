@@ -27,6 +27,7 @@ from ocigroup_cli.emulator.api import Api
 from ocigroup_cli.emulator.auth import Verifier, load_public_key
 from ocigroup_cli.emulator.backend import Backend, Options
 from ocigroup_cli.emulator.faults import Fault, FaultPlan
+from ocigroup_cli.emulator.objectstorage import MAX_OBJECT_BODY
 from ocigroup_cli.emulator.store import Store
 from ocigroup_cli.emulator.wire import Response
 
@@ -34,7 +35,7 @@ log = logging.getLogger("ocigroup.emulator")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HANDSHAKE_TIMEOUT_S = 10.0
 REAL_TIME = SystemClock()
-MAX_REQUEST_BODY = 16 * 1024 * 1024  # (the API itself refuses past 3 MiB)
+MAX_REQUEST_BODY = 16 * 1024 * 1024  # any request but Object Storage's (the API itself refuses past 3 MiB)
 COPY_CHUNK = 1024 * 1024
 
 
@@ -91,7 +92,9 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s - %s", self.address_string(), format % args)
 
     def _body_limit(self) -> int:
-        return MAX_REQUEST_BODY
+        """Object Storage's PutObject and UploadPart carry objects: up to MAX_OBJECT_BODY; anything else 16 MiB."""
+        storage = self.path == "/n" or self.path.startswith(("/n/", "/n?"))
+        return MAX_OBJECT_BODY if storage else MAX_REQUEST_BODY
 
     def _serve(self) -> None:
         if self.headers.get_all("transfer-encoding"):  # as the service: a body must come with its content-length
@@ -133,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
         def header(name: str) -> list[str]:
             return self.headers.get_all(name) or []
 
-        response = self.server.api.handle(self.command, self.path, header, body)
+        response = self.server.api.handle(self.command, self.path, header, body, self.headers.keys)
         if fault is Fault.DROP_AFTER:
             if response.stream is not None:
                 response.stream.close()
@@ -277,4 +280,5 @@ class EmulatorServer:
         self.httpd.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.httpd.api.close()
         self.store.close()
