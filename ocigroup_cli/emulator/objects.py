@@ -1,5 +1,5 @@
 """Objects: PutObject, GetObject (with a byte range), HeadObject, DeleteObject, and the one place a new version of
-an object is stored (PutObject and a multipart commit), where `if-match`/`if-none-match` are checked.
+an object is stored (PutObject and a multipart commit), where `if-match`/`if-none-match` and retention are checked.
 
 As the service answers: the ETag is a UUID (not a digest); `opc-content-md5` is the base64 MD5 of a single PUT's
 bytes; an object committed from N parts has instead `opc-multipart-md5`: the base64 MD5 of its parts' MD5s, then
@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 from ocigroup_cli.emulator.errors import ServiceError, if_match_failed, if_none_match_failed, invalid, object_not_found
 from ocigroup_cli.emulator.objectstorage import MAX_NAME_BYTES, ObjectStorage, http_date, new_etag
+from ocigroup_cli.emulator.retention import refuse_if_protected
 
 KEPT_HEADERS = ("content-type", "content-language", "content-encoding", "content-disposition", "cache-control")
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -141,13 +142,15 @@ def store_version(
     conditions: Conditions,
     also: Callable[[sqlite3.Connection], None] | None = None,
 ) -> ObjectRow:
-    """Make `new` the object's current version (one transaction, with `also`), if the conditions hold; the replaced
-    version's file is removed afterwards."""
+    """Make `new` the object's current version (one transaction, with `also`), if the conditions hold and no
+    retention rule protects the version it replaces; the replaced version's file is removed afterwards."""
     now = space.clock.time_ms()
     with space.store.transaction() as db:
         space.bucket(db, new.namespace, new.bucket)
         current = find(db, new.bucket, new.name)
         conditions.check_write(current, new.name)
+        if current is not None:
+            refuse_if_protected(db, new.bucket, new.name, current.modified_ms, now)
         if also is not None:
             also(db)
         row = ObjectRow(
@@ -241,7 +244,8 @@ def parse_range(value: str, size: int) -> tuple[int, int]:
 
 
 def delete_object(space: ObjectStorage, namespace: str, bucket: str, name: str, if_match: str | None) -> None:
-    """DeleteObject."""
+    """DeleteObject: refused while a retention rule protects the object."""
+    now = space.clock.time_ms()
     with space.store.transaction() as db:
         space.bucket(db, namespace, bucket)
         row = find(db, bucket, name)
@@ -249,6 +253,7 @@ def delete_object(space: ObjectStorage, namespace: str, bucket: str, name: str, 
             raise object_not_found(bucket, name)
         if if_match is not None and if_match not in ("*", row.etag):
             raise if_match_failed(if_match)
+        refuse_if_protected(db, bucket, name, row.modified_ms, now)
         db.execute("DELETE FROM objects WHERE bucket = ? AND name = ?", (bucket, name))
     space.blobs.remove([row.blob])
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from ocigroup_cli.emulator import buckets, listing, multipart, objects
+from ocigroup_cli.emulator import buckets, listing, multipart, objects, retention
 from ocigroup_cli.emulator.auth import Verifier
 from ocigroup_cli.emulator.errors import ServiceError, limit_exceeded
 from ocigroup_cli.emulator.objects import Conditions
@@ -32,7 +32,7 @@ class StorageRoutes:
 
     def handle(self, method: str, target: str, headers: Headers, body: bytes, names: list[str]) -> Response:
         split = urlsplit(target)
-        parts = split.path.split("/", 6)  # "", "n", namespace, "b", bucket, o|u, rest
+        parts = split.path.split("/", 6)  # "", "n", namespace, "b", bucket, o|u|retentionRules, rest
         data = method == "PUT" and len(parts) == 7 and parts[5] in ("o", "u")  # PutObject, UploadPart
         if self.verifier is not None:
             self.verifier.verify(method, target, headers, body, body_unsigned=data)
@@ -61,6 +61,8 @@ class StorageRoutes:
             return self._objects(r) if len(p) == 6 else self._object(r)
         if p[5] == "u":
             return self._uploads(r) if len(p) == 6 else self._upload(r)
+        if p[5] == "retentionRules":
+            return self._rules(r) if len(p) == 6 else self._rule(r)
         raise r.no_api()
 
     def _buckets(self, r: _Request) -> Response:
@@ -125,6 +127,23 @@ class StorageRoutes:
         r.allow("GET")
         items, following = multipart.list_parts(self.space, where, r.query)
         return _json(items, {"opc-next-page": following} if following else {})
+
+    def _rules(self, r: _Request) -> Response:
+        namespace, bucket = r.parts[2], r.parts[4]
+        if r.method == "POST":
+            rule = retention.create_rule(self.space, namespace, bucket, json_body(r.body))
+            return _json(rule.json(), {"etag": rule.etag})
+        r.allow("GET")
+        return _json({"items": [rule.json() for rule in retention.list_rules(self.space, namespace, bucket)]})
+
+    def _rule(self, r: _Request) -> Response:
+        namespace, bucket, rule_id = r.parts[2], r.parts[4], r.parts[6]
+        if r.method == "DELETE":
+            retention.delete_rule(self.space, namespace, bucket, rule_id)
+            return Response(204)
+        r.allow("GET")
+        rule = retention.get_rule(self.space, namespace, bucket, rule_id)
+        return _json(rule.json(), {"etag": rule.etag})
 
 
 class _Request:
