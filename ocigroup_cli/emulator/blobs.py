@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -30,11 +31,26 @@ def directory_for(data: str, persistent: bool) -> str | None:
 
 class Blobs:
     def __init__(self, directory: str | None, fsync: bool = False) -> None:
-        self.owned = directory is None  # a temporary directory of our own, removed on close
-        self.root = Path(directory or tempfile.mkdtemp(prefix="ocigroup-objects-"))
+        self.owned = directory is None  # a temporary directory of our own (made when first needed), removed on close
+        self._root = None if directory is None else Path(directory)
+        self._ready = False
+        self._lock = threading.Lock()
         self.fsync = fsync
-        self.tmp = self.root / "tmp"
-        self.tmp.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    @property
+    def root(self) -> Path:
+        with self._lock:
+            if self._root is None:
+                self._root = Path(tempfile.mkdtemp(prefix="ocigroup-objects-"))
+            if not self._ready:  # as private as the data file's directory
+                self._root.mkdir(mode=0o700, parents=True, exist_ok=True)
+                (self._root / "tmp").mkdir(mode=0o700, exist_ok=True)
+                self._ready = True
+            return self._root
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
 
     def write(self, chunks: Iterable[bytes | memoryview]) -> str:
         """Store the bytes as a new file; its id. Visible under its id only once complete."""
@@ -74,6 +90,8 @@ class Blobs:
 
     def sweep(self, keep: set[str]) -> None:
         """Remove what no metadata names (left by a kill between a rename and its commit) and staged files."""
+        if self.owned and self._root is None:
+            return  # nothing was ever written
         for path in self.tmp.iterdir():
             path.unlink(missing_ok=True)
         for path in self.root.iterdir():
@@ -88,6 +106,6 @@ class Blobs:
             os.close(fd)
 
     def close(self) -> None:
-        if self.owned:
+        if self.owned and self._root is not None:
             with contextlib.suppress(OSError):
-                shutil.rmtree(self.root)
+                shutil.rmtree(self._root)
