@@ -27,6 +27,7 @@ from ocigroup_cli.paths import state_dir
 
 LOCAL = "local"
 LOCAL_SOURCE = "built-in local profile"  # the source of a setting the local profile gives
+LOCAL_BUCKET = "audit"  # the local profile's Object Storage bucket, in the emulator
 AUTH_METHODS = ("api_key", "oci_config", "security_token", "instance_principal", "resource_principal")
 EXPORT_FORMATS = ("parquet", "jsonl", "csv")
 ENGINES = ("warm", "cold")
@@ -131,6 +132,9 @@ SCHEMA: dict[str, Key] = {
         str, None, "telemetry-ingestion endpoint (default: the region's, or a loopback endpoint's)"
     ),
     "export.out": Key(str, None, "default export directory"),
+    "export.bucket": Key(
+        str, None, "Object Storage bucket exports can write to (the local profile's: audit, made with its stream)"
+    ),
     "export.format": Key(str, "parquet", "export file format", EXPORT_FORMATS),
     "export.master": Key(str, "local[*]", "Spark master URL"),
     "export.engine": Key(
@@ -196,6 +200,7 @@ class MetricsSettings:
 @dataclass(frozen=True)
 class ExportSettings:
     out: str | None
+    bucket: str | None
     format: str
     master: str
     engine: str
@@ -283,7 +288,8 @@ class Profile:
 
 
 def local_defaults() -> dict[str, Any]:
-    """The built-in `local` profile: the bundled emulator, a key pair made on first use, stream `local`."""
+    """The built-in `local` profile: the bundled emulator, a key pair made on first use, stream `local` and
+    Object Storage bucket `audit` (both made on first use)."""
     home = state_dir() / "local"
     return {
         "endpoint": local_url(),
@@ -293,6 +299,7 @@ def local_defaults() -> dict[str, Any]:
         "auth.user": "ocid1.user.oc1..localemulator",
         "stream.name": "local",
         "stream.compartment": "ocid1.compartment.oc1..localemulator",
+        "export.bucket": LOCAL_BUCKET,
     }
 
 

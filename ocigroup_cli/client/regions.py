@@ -23,6 +23,7 @@ from ocigroup_cli.errors import ConfigError
 
 TEMPLATE = "https://streaming.{region}.oci.{domain}"  # StreamAdminClient's service_endpoint_template
 TELEMETRY_TEMPLATE = "https://telemetry-ingestion.{region}.{domain}"  # MonitoringClient's, for PostMetricData
+OBJECT_STORAGE_TEMPLATE = "https://objectstorage.{region}.{domain}"  # ObjectStorageClient's
 METADATA_KEYS = ("realmKey", "realmDomainComponent", "regionKey", "regionIdentifier")
 REGIONS_CONFIG = "~/.oci/regions-config.json"
 
@@ -88,6 +89,11 @@ def telemetry_ingestion_endpoint(region: str, env: Mapping[str, str] | None = No
     """Where custom metrics are posted in `region` (PostMetricData): Monitoring's endpoint with `telemetry`
     replaced by `telemetry-ingestion`, as Oracle's documentation says."""
     return _endpoint(TELEMETRY_TEMPLATE, "telemetry-ingestion", region, env)
+
+
+def object_storage_endpoint(region: str, env: Mapping[str, str] | None = None) -> str:
+    """Object Storage's endpoint in `region`."""
+    return _endpoint(OBJECT_STORAGE_TEMPLATE, "objectstorage", region, env)
 
 
 def _endpoint(template: str, service: str, region: str, env: Mapping[str, str] | None) -> str:

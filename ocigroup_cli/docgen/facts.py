@@ -83,6 +83,7 @@ FILES = (
         "The state directory. It holds the files below.",
     ),
     File("emulator.db", "The emulator's data (SQLite, WAL), the default of emulator serve --data."),
+    File("emulator.db.objects/", "The bytes of the emulator's Object Storage objects (beside any --data file)."),
     File("emulator.log", "Log of the background emulator (emulator start)."),
     File("local/key.pem, local/key_public.pem", "The local profile's API key pair, made on first use (mode 0600)."),
     File("local/lock", "Taken while the local profile makes its key pair, emulator and stream (first use)."),

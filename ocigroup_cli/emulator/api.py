@@ -10,7 +10,6 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -21,44 +20,19 @@ from ocigroup_cli.emulator.auth import Verifier
 from ocigroup_cli.emulator.backend import Backend, Messages
 from ocigroup_cli.emulator.errors import ServiceError, invalid, limit_exceeded
 from ocigroup_cli.emulator.limits import MAX_GET_LIMIT
+from ocigroup_cli.emulator.objectstorage import ObjectStorage
+from ocigroup_cli.emulator.storage_routes import StorageRoutes
 from ocigroup_cli.emulator.telemetry import Telemetry
+from ocigroup_cli.emulator.wire import Response, json_body
 
 BASE = "/20180418"
 METRICS = "/20180401/metrics"  # OCI Monitoring's PostMetricData (emulator/telemetry.py)
+OBJECT_STORAGE = "/n"  # OCI Object Storage (emulator/storage_routes.py)
 ADMIN = "/_emulator"
 HEALTH_SERVICE = "ocigroup-emulator"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # a 1 MiB request grows by a third in base64, plus JSON framing
 
 log = logging.getLogger("ocigroup.emulator")
-
-
-@dataclass
-class Response:
-    status: int
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _json_body(body: bytes) -> Any:
-    if not body.strip():
-        return None
-    try:
-        return json.loads(body, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
-    except (ValueError, RecursionError) as exc:
-        raise ServiceError(400, "CannotParseRequest", f"The request body is not valid JSON: {exc}") from None
 
 
 def messages_json(result: Messages) -> bytes:
@@ -83,8 +57,19 @@ class Api:
         self.verifier = verifier
         self.admin = admin
         self.telemetry = Telemetry(backend.clock)
+        options = backend.options
+        self.storage = ObjectStorage(backend.store, backend.clock, options.namespace, options.region)
+        self.storage_routes = StorageRoutes(self.storage, verifier, MAX_BODY_BYTES)
 
-    def handle(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
+    def handle(
+        self,
+        method: str,
+        target: str,
+        headers: Callable[[str], list[str]],
+        body: bytes,
+        names: Callable[[], list[str]] | None = None,
+    ) -> Response:
+        """One request; `headers(name)` gives every value of a header, `names()` the headers' names."""
         given = headers("opc-request-id")
         # as the service answers: the client's id (or one made up) followed by two of its own
         request_id = "/".join(
@@ -95,7 +80,7 @@ class Api:
             ]
         )
         try:
-            response = self._route(method, target, headers, body)
+            response = self._route(method, target, headers, body, names or list)
         except ServiceError as exc:
             response = Response(
                 exc.status, json.dumps({"code": exc.code, "message": exc.message}).encode(), dict(exc.headers)
@@ -111,18 +96,27 @@ class Api:
         response.headers["opc-request-id"] = request_id
         return response
 
-    def _route(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
-        split = urlsplit(target)
-        path = split.path
-        query = dict(parse_qsl(split.query, keep_blank_values=True))
+    def _route(
+        self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes, names: Callable[[], list[str]]
+    ) -> Response:
+        path = urlsplit(target).path
         if path.startswith(ADMIN + "/"):
             return self._admin(method, path[len(ADMIN) :], body)
+        if path == OBJECT_STORAGE or path.startswith(OBJECT_STORAGE + "/"):  # its bodies may be larger
+            return self.storage_routes.handle(method, target, headers, body, names())
         if len(body) > MAX_BODY_BYTES:
             raise limit_exceeded(f"The request body is larger than {MAX_BODY_BYTES} bytes.")
         if path == METRICS:
             return self._metrics(method, target, headers, body)
         if not path.startswith(BASE + "/"):
             raise self._no_api(method, path)
+        return self._streaming(method, target, headers, body)
+
+    def _streaming(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
+        """OCI Streaming's routes (under BASE)."""
+        split = urlsplit(target)
+        path = split.path
+        query = dict(parse_qsl(split.query, keep_blank_values=True))
         parts = path[len(BASE) + 1 :].split("/", 3)
         is_put = method == "POST" and len(parts) == 3 and parts[0] == "streams" and parts[2] == "messages"
         if self.verifier is not None:
@@ -148,21 +142,21 @@ class Api:
             if method == "GET":
                 return self._json(b.get_group(stream_id, group))
             if method == "PUT":
-                b.update_group(stream_id, group, _json_body(body))
+                b.update_group(stream_id, group, json_body(body))
                 return Response(204)
             raise self._no_method(method, path)
         if rest:
             raise self._no_api(method, path)
         route = (method, action)
         if route == ("POST", "messages"):
-            return self._json(b.put_messages(stream_id, _json_body(body)))
+            return self._json(b.put_messages(stream_id, json_body(body)))
         if route == ("GET", "messages"):
             result = b.get_messages(stream_id, self._cursor(query), self._limit(query))
             return Response(200, messages_json(result), {"opc-next-cursor": result.next_cursor})
         if route == ("POST", "cursors"):
-            return self._json(b.create_cursor(stream_id, _json_body(body)))
+            return self._json(b.create_cursor(stream_id, json_body(body)))
         if route == ("POST", "groupCursors"):
-            return self._json(b.create_group_cursor(stream_id, _json_body(body)))
+            return self._json(b.create_group_cursor(stream_id, json_body(body)))
         if route == ("POST", "commit"):
             return self._json(b.consumer_commit(stream_id, self._cursor(query)))
         if route == ("POST", "heartbeat"):
@@ -175,12 +169,12 @@ class Api:
             raise self._no_method(method, METRICS)
         if self.verifier is not None:
             self.verifier.verify(method, target, headers, body, body_unsigned=False)
-        return self._json(self.telemetry.post(_json_body(body)))
+        return self._json(self.telemetry.post(json_body(body)))
 
     def _streams(self, method: str, path: str, query: dict[str, str], body: bytes) -> Response:
         """CreateStream (the stream CREATING, and its work request) and ListStreams."""
         if method == "POST":
-            created, work = self.backend.create_stream(_json_body(body))
+            created, work = self.backend.create_stream(json_body(body))
             return self._json(created, {"opc-work-request-id": work})
         if method == "GET":
             items, next_page = self.backend.list_streams(query)
@@ -206,11 +200,12 @@ class Api:
             raise ServiceError(404, "NotFound", "Admin endpoints are enabled only with --test-mode.")
         if (method, path) == ("POST", "/reset"):
             self.backend.store.wipe()
+            self.storage.wipe()
             return self._json({"reset": True})
         if (method, path) == ("POST", "/clock"):
             if not isinstance(clock, ManualClock):
                 raise ServiceError(404, "NotFound", "The clock can be moved only with --test-mode.")
-            request = _json_body(body) or {}
+            request = json_body(body) or {}
             try:
                 if "setMs" in request:
                     clock.set_ms(int(request["setMs"]))
@@ -221,6 +216,9 @@ class Api:
                 clock.run(bool(request["running"]))
             return self._json({"nowMs": clock.time_ms(), "running": clock.running})
         raise ServiceError(404, "NotFound", f"No such admin API: {method} {path}")
+
+    def close(self) -> None:
+        self.storage.close()
 
     @staticmethod
     def _json(data: Any, headers: dict[str, str] | None = None) -> Response:

@@ -50,3 +50,43 @@ def retention_lost() -> ServiceError:
 
 def unreserved() -> ServiceError:
     return invalid(UNRESERVED)
+
+
+# -- Object Storage: its codes and words (the codes are the service's own, as its clients see them) ---------------
+
+
+def namespace_not_found(namespace: str) -> ServiceError:
+    return ServiceError(
+        404,
+        "NamespaceNotFound",
+        f"Either the namespace '{namespace}' does not exist or you are not authorized to use it.",
+    )
+
+
+def bucket_not_found(namespace: str, bucket: str) -> ServiceError:
+    return ServiceError(
+        404,
+        "BucketNotFound",
+        f"Either the bucket named '{bucket}' does not exist in the namespace '{namespace}' or you are not "
+        "authorized to access it",
+    )
+
+
+def object_not_found(bucket: str, name: str) -> ServiceError:
+    return ServiceError(404, "ObjectNotFound", f"The object '{name}' was not found in the bucket '{bucket}'")
+
+
+def upload_not_found(upload_id: str, name: str) -> ServiceError:
+    return ServiceError(
+        404, "UploadNotFound", f"No multipart upload with id '{upload_id}' exists for the object '{name}'"
+    )
+
+
+def if_match_failed(etag: str) -> ServiceError:
+    return ServiceError(412, "IfMatchFailed", f"The If-Match header ({etag}) does not match the object's ETag")
+
+
+def if_none_match_failed(name: str) -> ServiceError:
+    return ServiceError(
+        412, "IfNoneMatchFailed", f"The If-None-Match header is '*' but the object '{name}' already exists"
+    )

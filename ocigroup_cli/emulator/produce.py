@@ -21,6 +21,7 @@ from ocigroup_cli.emulator.limits import (
     MAX_VALUE_BYTES,
     RateLimiter,
 )
+from ocigroup_cli.emulator.objectstorage import DEFAULT_NAMESPACE
 from ocigroup_cli.emulator.store import Store
 from ocigroup_cli.emulator.streams import DEFAULT_TRANSITION_MS, Streams
 
@@ -33,6 +34,7 @@ class Options:
     read_budget_bytes: int = DEFAULT_READ_BUDGET_BYTES
     transition_ms: int = DEFAULT_TRANSITION_MS  # how long a stream is CREATING (or DELETING)
     uncommitted_as_minus_one: bool = False  # GetGroup's committedOffset for "never committed": -1, as in 2018's traffic
+    namespace: str = DEFAULT_NAMESPACE  # the tenancy's Object Storage namespace
 
 
 class Producer(Streams):

@@ -20,23 +20,37 @@ import uuid
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, BinaryIO
 
 from ocigroup_cli.core.clock import Clock, SystemClock
-from ocigroup_cli.emulator.api import Api, Response
+from ocigroup_cli.emulator.api import Api
 from ocigroup_cli.emulator.auth import Verifier, load_public_key
 from ocigroup_cli.emulator.backend import Backend, Options
 from ocigroup_cli.emulator.faults import Fault, FaultPlan
+from ocigroup_cli.emulator.objectstorage import MAX_OBJECT_BODY
 from ocigroup_cli.emulator.store import Store
+from ocigroup_cli.emulator.wire import Response
 
 log = logging.getLogger("ocigroup.emulator")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HANDSHAKE_TIMEOUT_S = 10.0
 REAL_TIME = SystemClock()
+MAX_REQUEST_BODY = 16 * 1024 * 1024  # any request but Object Storage's (the API itself refuses past 3 MiB)
+COPY_CHUNK = 1024 * 1024
 
 
 def is_loopback(host: str) -> bool:
     return host in LOOPBACK or host.startswith("127.")
+
+
+def _copy(source: BinaryIO, sink: Any, length: int) -> None:
+    """`length` bytes of an object's file to the socket, a chunk at a time (memory stays flat)."""
+    while length > 0:
+        chunk = source.read(min(COPY_CHUNK, length))
+        if not chunk:
+            raise OSError("the object's file ended early")
+        sink.write(chunk)
+        length -= len(chunk)
 
 
 @dataclass
@@ -77,14 +91,29 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
 
+    def _body_limit(self) -> int:
+        """Object Storage's PutObject and UploadPart carry objects: up to MAX_OBJECT_BODY; anything else 16 MiB."""
+        storage = self.path == "/n" or self.path.startswith(("/n/", "/n?"))
+        return MAX_OBJECT_BODY if storage else MAX_REQUEST_BODY
+
     def _serve(self) -> None:
+        if self.headers.get_all("transfer-encoding"):  # as the service: a body must come with its content-length
+            body = b'{"code":"ContentLengthRequired","message":"A request body needs a Content-Length header."}'
+            self._send(Response(411, body, {"content-type": "application/json"}), close=True)
+            return
         length_values = self.headers.get_all("content-length") or []
         try:
             length = int(length_values[0]) if length_values else 0
         except ValueError:
             length = -1
-        if length < 0 or len(length_values) > 1 or length > 16 * 1024 * 1024:
+        if length < 0 or len(length_values) > 1:
             self.send_error(400, "Bad Content-Length")
+            return
+        if length > self._body_limit():
+            limit = self._body_limit()
+            message = f"The request body ({length} bytes) is larger than the emulator's limit of {limit} bytes."
+            body = json.dumps({"code": "RequestEntityTooLarge", "message": message}).encode()
+            self._send(Response(413, body, {"content-type": "application/json"}), close=True)
             return
         body = self.rfile.read(length) if length else b""
         faults = self.server.faults
@@ -107,24 +136,38 @@ class _Handler(BaseHTTPRequestHandler):
         def header(name: str) -> list[str]:
             return self.headers.get_all(name) or []
 
-        response = self.server.api.handle(self.command, self.path, header, body)
+        response = self.server.api.handle(self.command, self.path, header, body, self.headers.keys)
         if fault is Fault.DROP_AFTER:
+            if response.stream is not None:
+                response.stream.close()
             self.close_connection = True
             return
         self._send(response)
 
     def _send(self, response: Response, close: bool = False) -> None:
+        """One answer: head and body in one write (a stream's bytes follow in chunks); a HEAD gets no body."""
         reason = HTTPStatus(response.status).phrase
         lines = [f"HTTP/1.1 {response.status} {reason}"]
         lines += [f"{k}: {v}" for k, v in response.headers.items()]
-        lines.append(f"content-length: {len(response.body)}")
+        length = len(response.body) if response.length is None else response.length
+        lines.append(f"content-length: {length}")
         if close:
             lines.append("connection: close")
             self.close_connection = True
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        self.wfile.write(head + response.body)
+        try:
+            if self.command == "HEAD":
+                self.wfile.write(head)
+            elif response.stream is None:
+                self.wfile.write(head + response.body)
+            else:
+                self.wfile.write(head)
+                _copy(response.stream, self.wfile, length)
+        finally:
+            if response.stream is not None:
+                response.stream.close()
         if log.isEnabledFor(logging.DEBUG):  # `serve -v`: one line per request (answers bypass send_response)
-            self.log_request(response.status, len(response.body))
+            self.log_request(response.status, length)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
 
@@ -237,4 +280,5 @@ class EmulatorServer:
         self.httpd.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.httpd.api.close()
         self.store.close()

@@ -93,7 +93,65 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0003_object_storage",
+        """
+        CREATE TABLE buckets (
+            name TEXT PRIMARY KEY,
+            id TEXT NOT NULL,
+            compartment_id TEXT NOT NULL,
+            created_by TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            etag TEXT NOT NULL,
+            details TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE objects (
+            bucket TEXT NOT NULL,
+            name TEXT NOT NULL,
+            blob TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            md5 TEXT NOT NULL,
+            parts INTEGER NOT NULL,
+            etag TEXT NOT NULL,
+            version_id TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            modified_ms INTEGER NOT NULL,
+            headers TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (bucket, name)
+        );
+        CREATE TABLE uploads (
+            id TEXT PRIMARY KEY,
+            bucket TEXT NOT NULL,
+            object TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            details TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX uploads_by_bucket ON uploads (bucket, object, created_ms);
+        CREATE TABLE upload_parts (
+            upload_id TEXT NOT NULL,
+            num INTEGER NOT NULL,
+            blob TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            md5 TEXT NOT NULL,
+            etag TEXT NOT NULL,
+            PRIMARY KEY (upload_id, num)
+        );
+        CREATE TABLE retention_rules (
+            id TEXT PRIMARY KEY,
+            bucket TEXT NOT NULL,
+            display_name TEXT NOT NULL,
+            amount INTEGER,
+            unit TEXT,
+            locked_ms INTEGER,
+            created_ms INTEGER NOT NULL,
+            modified_ms INTEGER NOT NULL,
+            etag TEXT NOT NULL
+        );
+        CREATE INDEX retention_rules_by_bucket ON retention_rules (bucket, created_ms);
+        """,
+    ),
 ]
+OBJECT_STORAGE_TABLES = ("buckets", "objects", "uploads", "upload_parts", "retention_rules")
 
 
 class Store:
@@ -102,6 +160,7 @@ class Store:
     def __init__(self, path: str = ":memory:", fsync: bool = False) -> None:
         self.path = path
         self.persistent = path != ":memory:"
+        self.fsync = fsync
         if self.persistent:
             parent = os.path.dirname(os.path.abspath(path))
             os.makedirs(parent, exist_ok=True)
@@ -154,7 +213,8 @@ class Store:
             return make
 
     def wipe(self) -> None:
-        """Delete every stream, message and group (the admin reset endpoint)."""
+        """Delete every stream, message and group, and Object Storage's metadata (the admin reset endpoint; the
+        objects' files are emulator/objectstorage.py's)."""
         with self.transaction() as db:
             for table in (
                 "streams",
@@ -164,6 +224,7 @@ class Store:
                 "group_partitions",
                 "instances",
                 "work_requests",
+                *OBJECT_STORAGE_TABLES,
             ):
                 db.execute(f"DELETE FROM {table}")
 

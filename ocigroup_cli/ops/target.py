@@ -1,4 +1,5 @@
-"""Find the stream a profile names: by OCID, or by name in a compartment (the local profile creates it).
+"""Find the stream a profile names: by OCID, or by name in a compartment (the local profile creates it, and with
+it the Object Storage bucket its exports can use).
 
 The answer (id, partitions, messages endpoint) is cached in the state directory per endpoint and stream
 reference, so later runs need no ListStreams/GetStream call. A 404 for the stream drops the entry.
@@ -12,6 +13,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from ocigroup_cli.client.buckets import BucketClient
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import LOCAL_SOURCE, Profile
 from ocigroup_cli.core.models import StreamInfo
@@ -104,7 +106,24 @@ def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
             if profile.sources["stream.name"] != LOCAL_SOURCE:  # a name typed: a typo must not become a stream
                 raise
             created = client.create_stream(name, int(profile.settings.stream.partitions), compartment)
+            _local_bucket(client, profile, compartment)
             return wait_active(client, client.get_stream(created.id), float(profile.settings.deadline_s))
+
+
+def _local_bucket(client: StreamingClient, profile: Profile, compartment: str) -> None:
+    """The local profile's Object Storage bucket (export.bucket), made when its stream is: first use. Not a reason
+    to fail the command that needed the stream (an emulator from before Object Storage answers 404): an export to
+    the bucket will say that it is missing."""
+    bucket = profile.settings.export.bucket
+    if not bucket or profile.sources["export.bucket"] != LOCAL_SOURCE:  # a name typed is not made behind one's back
+        return
+    buckets = BucketClient(profile, client.clock, creds=client.creds, pacer=client.pacer)
+    try:
+        buckets.create_bucket(bucket, compartment)
+    except OcigroupError:
+        pass
+    finally:
+        buckets.close()
 
 
 class StreamNotFound(OcigroupError):

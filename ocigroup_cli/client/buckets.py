@@ -1,0 +1,38 @@
+"""The two Object Storage calls the local profile's first use makes: the tenancy's namespace, and CreateBucket.
+
+Object Storage's paths have no version prefix (`/n/...`); it answers on the profile's endpoint when one is set
+(the bundled emulator serves it beside Streaming), else on the region's Object Storage endpoint. Signed, paced
+and retried like every other request (client/sender.py).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from ocigroup_cli.client.regions import object_storage_endpoint
+from ocigroup_cli.client.sender import Sender
+from ocigroup_cli.errors import Conflict
+
+
+class BucketClient(Sender):
+    API_VERSION = ""
+
+    @property
+    def storage_url(self) -> str:
+        return str(self.profile.settings.endpoint or object_storage_endpoint(self.creds.region))
+
+    def namespace(self) -> str:
+        resp = self.request("GetNamespace", self.storage_url, "GET", "/n")
+        return str(resp.json())
+
+    def create_bucket(self, name: str, compartment: str) -> bool:
+        """CreateBucket in the tenancy's namespace; False when a bucket of that name exists already."""
+        path = f"/n/{quote(self.namespace(), safe='')}/b"
+        body = {"name": name, "compartmentId": compartment}
+        try:
+            self.request("CreateBucket", self.storage_url, "POST", path, body=body, retry=False)
+        except Conflict as exc:
+            if "BucketAlreadyExists" not in exc.message:
+                raise
+            return False
+        return True
