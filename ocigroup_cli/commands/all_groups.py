@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -156,7 +157,7 @@ def _print(looked: list[tuple[GroupView, Health]], out: str, watch: bool, stream
     console.emit(doc, out, lambda: _table(looked, stream), one_line=watch)
 
 
-def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, many: bool) -> None:
+def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, many: bool, options: str = "") -> None:
     """Every group's crossing of a --fail-on-* threshold, in one exit 5 (`check` raises for one group); `many`:
     the groups are named (--all-groups), else the one group's message stands as it is. A group that is gone (used
     here or named by the profile, and not on the service) is an incident: an exit 1 of its own where no threshold
@@ -178,12 +179,13 @@ def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, ma
     if not gone:
         return
     hint = (
-        "if it was retired on purpose, 'ocigroup groups forget GROUP'; else start it again from where it should go "
-        "on: 'ocigroup tail GROUP --create --from TIME' (--from earliest: every retained message again)"
+        "start its consumers again with the group created where it should go on ('ocigroup tail GROUP --create "
+        "--from TIME', --from earliest for every retained message); if it was retired on purpose, forget it"
     )
+    forget = f"ocigroup{options} groups forget {' '.join(shlex.quote(v.group) for v in gone)}"
     if many:
         names = ", ".join(repr(v.group) for v in gone)
-        raise OcigroupError(f"{len(gone)} group(s) gone from the service: {names}.", hint)
+        raise OcigroupError(f"{len(gone)} group(s) gone from the service: {names}.", hint + " (each):", forget)
     view = gone[0]
     assert view.gone is not None
-    raise OcigroupError(f"group {view.group!r} is {view.gone.reason(parse_rfc3339_ms(view.at))}.", hint)
+    raise OcigroupError(f"group {view.group!r} is {view.gone.reason(parse_rfc3339_ms(view.at))}.", hint + ":", forget)

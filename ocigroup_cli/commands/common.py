@@ -67,7 +67,8 @@ def session(ctx: typer.Context, profile: Profile) -> Session:
     from ocigroup_cli.ops.session import open_session
 
     g = globals_of(ctx)
-    s = open_session(profile, g.clock, console.notice, trace=console.notice if g.verbose else None)
+    s = open_session(profile, g.clock, console.notice, trace=console.notice if g.verbose else None,
+                     options=g.repeated())  # fmt: skip
     ctx.call_on_close(s.close)
     for warning in s.warnings:
         console.warn(warning)

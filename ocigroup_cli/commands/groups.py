@@ -66,10 +66,10 @@ def _yes(exists: Any) -> str:
 @app.command("forget")
 def forget(
     ctx: typer.Context,
-    group: Annotated[str, typer.Argument(help="A group this machine used on the stream.")],
+    group: Annotated[list[str], typer.Argument(help="Groups this machine used on the stream.")],
 ) -> None:
-    """Forget a group this machine used on the stream (one retired on purpose): `inspect` and `--all-groups` stop
-    reporting it as gone, and `tail` creates it again without asking.
+    """Forget groups this machine used on the stream (retired on purpose): `inspect` and `--all-groups` stop
+    reporting them as gone, and `tail` creates one again without asking.
 
     \b
     Example: ocigroup groups forget billing-old
@@ -79,7 +79,10 @@ def forget(
 
     profile = load_profile(ctx)
     s = session(ctx, profile)
-    if not drop(s.stream.id, group):
-        raise UsageError(f"group {group!r} is not among the groups used on stream {s.stream.name!r} from here.",
-                         "'ocigroup groups list --offline' shows them")  # fmt: skip
-    console.notice(f"forgot group {group!r} on stream {s.stream.name!r}")
+    unknown = [name for name in group if not drop(s.stream.id, name)]
+    for name in sorted(set(group) - set(unknown)):
+        console.notice(f"forgot group {name!r} on stream {s.stream.name!r}")
+    if unknown:
+        names = ", ".join(map(repr, unknown))
+        where = f"not among the groups used on stream {s.stream.name!r} from here: {names}."
+        raise UsageError(where, "'ocigroup groups list --offline' shows them")

@@ -267,7 +267,7 @@ def _look(
             raise
         last = seen(s.stream.id).get(group)
         if last is None and group not in s.profile.named_groups():  # never seen, never named: a typo, maybe
-            raise unknown(s.stream, group, list(s.profile.file_groups), exc) from None
+            raise unknown(s.stream, group, list(s.profile.file_groups), exc, s.options) from None
         view = gone_view(s.stream, group, now_ms, last)  # an incident: the group this machine used is gone
     if before is None and view.gone is None:
         remember(s.stream.id, group, now_ms)
@@ -376,7 +376,7 @@ def inspect(
     fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
     limit = None if time_limit < 0 else time_limit
     check = lambda view, verdict: _thresholds(view, verdict, fail_on_lag, limit, fail_on)  # noqa: E731
-    every.thresholds(looked, check, all_groups)
+    every.thresholds(looked, check, all_groups, s.options)
     if metrics.refused:  # a cron line must not pass while its alarms go blind
         raise OcigroupError(f"OCI Monitoring refused {len(metrics.refused)} metric(s): {metrics.refused[0]}.")
 

@@ -130,4 +130,4 @@ def _tell_target(profile: Profile, config: OciConfig, target: Target, file: str 
     words += ["--auth", config.auth] if config.auth else []
     words += ["--endpoint", target.endpoint or "MESSAGES_ENDPOINT", "streaming", "stream", "group", "get"]
     words += ["--stream-id", target.stream_id or "STREAM_OCID", "--group-name", profile.settings.group.name or "GROUP"]
-    console.notice("use: " + " ".join(shlex.quote(w) for w in words))
+    console.notice("use:", command=" ".join(shlex.quote(w) for w in words))

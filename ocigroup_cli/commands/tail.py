@@ -141,7 +141,7 @@ def tail(
     runner: list[Tail] = []  # the instance, once it has joined (its figures are the exit message)
     try:  # SIGTERM arrives as KeyboardInterrupt (app.py)
         if peek_:
-            with named(s.stream, name, list(profile.file_groups)):
+            with named(s.stream, name, list(profile.file_groups), s.options):
                 if not peek(s.client, s.stream, name, sink, max_messages, partition, offset, console.warn):
                     where = "" if partition is None else f" in partition {partition}"
                     console.notice(f"nothing to read{where} after {'offset' if offset is not None else 'the commit'}")

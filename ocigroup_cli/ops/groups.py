@@ -86,17 +86,19 @@ def close_to(stream_id: str, group: str, also: list[str]) -> str | None:
     return close[0] if close else None
 
 
-def unknown(stream: StreamInfo, group: str, also: list[str], exc: NotFound) -> NotFound:
-    """The service's 404 for `group`, in one line with a did-you-mean (a group never seen here: a typo, maybe)."""
+def unknown(stream: StreamInfo, group: str, also: list[str], exc: NotFound, options: str = "") -> NotFound:
+    """The service's 404 for `group`, in one line with a did-you-mean (a group never seen here: a typo, maybe), and
+    the command that lists the groups known here (`options`: the global options to repeat in it)."""
     close = close_to(stream.id, group, also)
-    return NotFound(
+    error = NotFound(
         f"group {group!r} does not exist on stream {stream.name!r} (or it expired unused).",
-        (f"did you mean {close!r}? " if close else "")
-        + "'ocigroup groups list' shows the groups known here; 'ocigroup tail GROUP' creates one",
+        (f"did you mean {close!r}? " if close else "") + "'tail GROUP' creates one; the groups known here:",
         status=exc.status,
         code=exc.code,
         request_id=exc.request_id,
     )
+    error.command = f"ocigroup{options} groups list"
+    return error
 
 
 def group_missing(exc: NotFound) -> bool:
@@ -105,14 +107,14 @@ def group_missing(exc: NotFound) -> bool:
 
 
 @contextlib.contextmanager
-def named(stream: StreamInfo, group: str, also: list[str]) -> Iterator[None]:
+def named(stream: StreamInfo, group: str, also: list[str], options: str = "") -> Iterator[None]:
     """Say so in one line, with a did-you-mean, when the service answers that `group` does not exist."""
     try:
         yield
     except NotFound as exc:
         if not group_missing(exc):
             raise
-        raise unknown(stream, group, also, exc) from None
+        raise unknown(stream, group, also, exc, options) from None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ class Session:
     profile: Profile
     client: StreamingClient
     _stream: StreamInfo | None = field(default=None, repr=False)
+    options: str = ""  # the global options that chose the profile and stream, for a command shown to the user
 
     @property
     def stream(self) -> StreamInfo:
@@ -41,10 +42,14 @@ class Session:
 
 
 def open_session(
-    profile: Profile, clock: Clock, notice: Callable[[str], None], trace: Callable[[str], None] | None = None
+    profile: Profile,
+    clock: Clock,
+    notice: Callable[[str], None],
+    trace: Callable[[str], None] | None = None,
+    options: str = "",
 ) -> Session:
     if profile.local:
         local.ensure_running(clock, notice)
     client = StreamingClient(profile, clock, trace=trace)
     client.on_stream_missing = lambda: target.forget(client, profile)
-    return Session(profile, client)
+    return Session(profile, client, options=options)

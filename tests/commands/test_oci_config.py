@@ -36,10 +36,12 @@ def local_env(tmp_path, free_port):
 
 
 def use_line(stderr: bytes) -> list[str]:
-    """The `use: oci …` command that stderr suggests, as words."""
-    lines = [line for line in stderr.decode().splitlines() if line.startswith("use: ")]
-    assert len(lines) == 1, stderr.decode()
-    return shlex.split(lines[0].removeprefix("use: "))
+    """The `oci …` command that stderr suggests after `use:`, on a line of its own, as words."""
+    lines = stderr.decode().splitlines()
+    assert lines.count("use:") == 1, stderr.decode()
+    command = lines[lines.index("use:") + 1]
+    assert command.startswith("  oci "), stderr.decode()
+    return shlex.split(command)
 
 
 def flag(words: list[str], name: str) -> str:

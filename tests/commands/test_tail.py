@@ -97,7 +97,7 @@ def test_a_mistyped_group_gets_a_did_you_mean_and_is_never_remembered(cli, sdk):
     for args in (["inspect", "biling"], ["reset", "biling", "--to", "earliest"]):
         r = cli(*args)
         assert r.code == 1 and "group 'biling' does not exist on stream 'orders'" in r.err, r.err
-        assert "did you mean 'billing'?" in r.err and len(r.err.strip().splitlines()) == 2
+        assert "did you mean 'billing'?" in r.err and len(r.err.strip().splitlines()) == 3  # and the command
     listed = cli("-o", "json", "groups", "list")
     assert listed.code == 0, listed.err
     rows = {row["group"]: row for row in json.loads(listed.out)}
