@@ -234,3 +234,29 @@ def test_a_verdict_unknown_for_over_an_hour_is_said_to_be_blind(cli, sdk, clock)
     assert "health: UNKNOWN for 7h 00m: no verdict could be made" in r.err and "cannot fire" in r.err
     clock.advance_ms(60_000)
     assert cli("inspect", "--fail-on-health", "UNKNOWN").code == 5
+
+
+def test_cron_every_15_minutes_through_the_console_script(api_key, tmp_path):
+    """The same through the installed script, as cron runs it: its runs' samples are moved 15 minutes apart in the
+    state directory's history between runs (a process's clock cannot be injected; the history is what it reads)."""
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=2, name="orders")
+        sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(20)])
+        sdk.group_cursor(sid, "billing", "w1", timeout_in_ms=3_600_000)  # holds its partitions, never commits
+        config = write_config(tmp_path, api_key, sdk.url)
+        env = proc.clean_env(tmp_path / "state")
+        args = ["--config", config, "-q", "inspect", "billing", "--fail-on-health", "ERROR", "-o", "json"]
+        codes = []
+        for _ in range(3):
+            r = proc.run(args, env)
+            codes.append(r.returncode)
+            (history,) = (tmp_path / "state" / "health").glob("*.jsonl")
+            rows = [json.loads(line) for line in history.read_text().splitlines()]
+            history.write_text("".join(json.dumps({**row, "at_ms": row["at_ms"] - 15 * 60_000}) + "\n" for row in rows))
+        assert codes == [0, 0, 5], r.stderr.decode()
+        assert json.loads(r.stdout)["health"]["window_s"] > 1800  # widened to the runs' spacing
+        assert b"health STALLED meets --fail-on-health ERROR" in r.stderr
+    finally:
+        server.stop()
