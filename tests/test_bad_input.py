@@ -511,6 +511,9 @@ def assert_one_clear_error(code: int, out: str, err: str, expected: Case | int, 
     assert code == want, err
     assert out == "", out
     lines = err.splitlines()
+    if len(lines) == 3:  # a command to run, on a line of its own after the hint
+        assert lines[2].startswith("  ocigroup "), err
+        lines = lines[:2]
     assert 1 <= len(lines) <= 2 and lines[0].startswith("error: "), err
     assert len(lines) == 1 or lines[1].startswith("hint: "), err
     for needle in needles:

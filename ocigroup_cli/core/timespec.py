@@ -4,6 +4,7 @@ positions in a stream (earliest, latest, a time). Output times are UTC."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 
@@ -41,11 +42,8 @@ def parse_time_ms(text: str, now_ms: int) -> int:
         return value if len(t) >= 12 else value * 1000
     if _DATE.match(t):
         t += "T00:00:00"
-    try:
+    with contextlib.suppress(ValueError):
         return parse_rfc3339_ms(t, naive_local=True)
-    except ValueError as exc:
-        if "not a valid date" in str(exc):
-            raise
     if t.lower().endswith(" ago"):  # "15m ago", as the help writes it
         t = t[:-4].rstrip()
     try:

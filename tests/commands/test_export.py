@@ -305,10 +305,10 @@ def test_a_range_ending_in_the_future_is_refused_or_exported_up_to_now_and_verif
     doc = json.loads(r.out)
     assert doc["truncated_at_present"] == {"asked_to": tomorrow, "stopped_at": doc["fixed_end"]}
     assert "the export stopped at the present" in r.err
-    check = cli("export", "verify", str(tmp_path / "upto"))
+    check = cli("-o", "table", "export", "verify", str(tmp_path / "upto"))
     assert check.code == ExitCode.FAILURE and "the export is truncated" in check.err
     assert f"truncated: it ends at {doc['fixed_end']}, when it ran, not at the --to-time {tomorrow}" in check.out
-    accepted = cli("export", "verify", str(tmp_path / "upto"), "--allow-truncated")
+    accepted = cli("-o", "table", "export", "verify", str(tmp_path / "upto"), "--allow-truncated")
     assert accepted.code == 0 and "truncated, accepted with --allow-truncated" in accepted.out
 
 
