@@ -161,17 +161,26 @@ def warn(message: str, command: str | None = None) -> None:
     with STATUS.lock:
         STATUS.clear()
         if not QUIET:
-            _to_stderr(lambda: err().print(f"warning: {message}", style="yellow", markup=False))
+            _to_stderr(lambda: err().print(_wrapped(f"warning: {message}"), style="yellow", markup=False))
             _command(command)
 
 
 def error(message: str, hint: str | None = None, command: str | None = None) -> None:
     with STATUS.lock:
         STATUS.clear()
-        _to_stderr(lambda: err().print(f"error: {message}", style="bold red", markup=False))
+        _to_stderr(lambda: err().print(_wrapped(f"error: {message}"), style="bold red", markup=False))
         if hint:
-            _to_stderr(lambda: err().print(f"hint: {hint}", markup=False))
+            _to_stderr(lambda: err().print(_wrapped(f"hint: {hint}"), markup=False))
         _command(command)
+
+
+def _wrapped(text: str) -> str:
+    """On a terminal that redraws, a message wrapped between words to its width (the terminal would cut words);
+    elsewhere one line, as scripts and logs read it."""
+    console = err()
+    if not console.is_terminal or console.is_dumb_terminal:
+        return text
+    return prose(text, console.width)
 
 
 def _command(command: str | None) -> None:
@@ -287,11 +296,14 @@ def is_tty(stream: Any) -> bool:
 def ask(question: str) -> bool:
     """A yes/no question on stderr, answered on stdin (no by default). Not click's confirm: it writes a space to
     stdout after the question, and stdout may be data (`tail > file`)."""
-    _write_err(f"{question} [y/N]: ")
+    _write_err(f"{_wrapped(question + ' [y/N]:')} ")
     try:
         answer = sys.stdin.readline()
     except (OSError, ValueError):
         answer = ""
+    except KeyboardInterrupt:  # Ctrl-C at the question: what is printed next starts on a line of its own
+        _write_err("\n")
+        raise
     if not answer.endswith("\n"):
         _write_err("\n")  # end of input: the next line must not continue the question's
     return answer.strip().lower() in ("y", "yes")

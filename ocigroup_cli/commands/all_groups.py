@@ -109,7 +109,7 @@ def _looks(s: Session, wanted: list[str], now_ms: int, looks: Looks, told: set[s
             told.add(name)
             close = close_to(s.stream.id, name, [g for g, v in views.items() if v is not None])
             mean = f"; did you mean {close!r}?" if close else ""
-            console.warn(f"group {name!r} is {view.gone.reason(now_ms)}{mean}")
+            console.warn(f"group {name!r} is gone from the service: {view.gone.reason(now_ms)}{mean}")
         if view.gone is None:
             remember(s.stream.id, name, now_ms)
         looked.append((view, assess(view, s.stream.id, now_ms, looks.window_ms or 600_000)))
@@ -188,4 +188,5 @@ def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, ma
         raise OcigroupError(f"{len(gone)} group(s) gone from the service: {names}.", hint + " (each):", forget)
     view = gone[0]
     assert view.gone is not None
-    raise OcigroupError(f"group {view.group!r} is {view.gone.reason(parse_rfc3339_ms(view.at))}.", hint + ":", forget)
+    why = view.gone.reason(parse_rfc3339_ms(view.at))
+    raise OcigroupError(f"group {view.group!r} is gone from the service: {why}.", hint + ":", forget)

@@ -114,6 +114,8 @@ def _render(view: GroupView, health: Health | None) -> object:
 
     line = summary(view)  # a dumb terminal is drawn at its own width: nothing to wrap for it
     head = Text(console.prose(line, console.out().width) if console.redraws() else line, style="italic")
+    if view.gone is not None:  # no partition, no verdict to tabulate: the line says it all
+        return head
     return Group(head, _table(view)) if health is None else Group(head, _table(view), _health_table(health))
 
 
@@ -152,7 +154,7 @@ def _thresholds(view: GroupView, health: Health | None, fail_on_lag: int | None,
     if health is not None and fail_on[1] is not None and fails(health.verdict, fail_on[1]):
         bad = [f"partition {v.partition} {v.verdict}: {v.reason}" for v in health.partitions if v.verdict != "OK"]
         if view.gone is not None:
-            bad = [f"the group is {view.gone.reason(parse_rfc3339_ms(view.at))}"]
+            bad = [f"the group is gone from the service, {view.gone.reason(parse_rfc3339_ms(view.at))}"]
         crossed.append(f"health {health.verdict} meets --fail-on-health {fail_on[1]}: {'; '.join(bad)}")
     if crossed:
         raise ThresholdExceeded("; and ".join(crossed) + ".")

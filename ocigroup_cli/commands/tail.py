@@ -231,7 +231,8 @@ def _creating(stream: StreamInfo, group: str, start: Position, named: list[str],
     last = seen(stream.id).get(group)
     if last is not None:
         gone = Gone(last, stream.retention_hours)
-        said = f"group {group!r} is {gone.reason(now_ms)}. Recreated at {start.describe()}, {_recreated(start, last)}"
+        said = (f"group {group!r} is gone from the service: {gone.reason(now_ms)}. Recreated at {start.describe()}, "
+                f"{_recreated(start, last)}")  # fmt: skip
         if create:
             console.warn(f"{said}; recreating it (--create).")
         elif not console.is_tty(sys.stdin):

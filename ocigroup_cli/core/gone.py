@@ -24,11 +24,11 @@ class Gone:
         return f"last seen here {ms_to_rfc3339(self.last_seen_ms)} ({ago} ago)"
 
     def reason(self, now_ms: int) -> str:
-        """Why the group is gone, in a clause: `gone, last seen here …; OCI removes …`."""
+        """Why the group is gone, in a clause: `last seen here …; OCI removes …`."""
         unused = f"{self.retention_hours} h" if self.retention_hours else "the stream's retention period"
         return (
-            f"gone from the service, {self.last_seen(now_ms)}; OCI removes a group unused for {unused} (the "
-            "stream's retention), with its committed offsets"
+            f"{self.last_seen(now_ms)}; OCI removes a group unused for {unused} (the stream's retention), with its "
+            "committed offsets"
         )
 
     def to_json(self) -> dict[str, Any]:

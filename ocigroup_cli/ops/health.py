@@ -175,7 +175,7 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
     next run. Runs further apart than the window are judged over one widened to their spacing (core/health.py
     window_for). A group that is gone is GONE (ERROR), with no sample kept."""
     if view.gone is not None:
-        return Health("GONE", window_ms / 1000, 0, [])
+        return Health("GONE", window_ms / 1000, 0, [], asked_window_s=window_ms / 1000)
     path = history_file(stream_id, view.group)
     rows = [*_history(path, at_ms), _snapshot(view, at_ms)]
     window = window_for([int(r["at_ms"]) for r in rows], window_ms)

@@ -144,7 +144,7 @@ def test_a_group_removed_by_the_service_is_gone_not_a_new_group(weekend, tmp_pat
     doc = json.loads(r.stdout)
     assert doc["state"] == "GONE" and doc["gone"]["last_seen_here"].startswith(_day(weekend["t0"]))
     assert doc["totals"]["lag_messages"] is None
-    assert "group 'payments' is gone from the service, last seen here" in err and "3d 0h ago" in err
+    assert "group 'payments' is gone from the service: last seen here" in err and "3d 0h ago" in err
     got = samples(prom.read_text())
     assert {name for name, _ in got} == {"ocigroup_consumergroup_gone", "ocigroup_consumergroup_health"}  # no lag 0
     assert [v for (name, _), v in got.items() if name == "ocigroup_consumergroup_gone"] == [1]

@@ -267,7 +267,7 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     rows = {row["group"]: row for row in json.loads(r.stdout)}
     assert list(rows) == ["audit", "gone", "audti", "billing", "payments"]  # profile groups, group.name, seen ones
     assert rows["gone"]["state"] == "GONE" and rows["gone"]["health"] == "GONE" and rows["gone"]["lag_messages"] is None
-    assert "group 'gone' is gone from the service, never seen from here (the profile names it)" in r.stderr.decode()
+    assert "group 'gone' is gone from the service: never seen from here (the profile names it)" in r.stderr.decode()
     assert "error: 2 group(s) gone from the service: 'gone', 'audti'." in r.stderr.decode()
     assert (
         "group 'audti' is gone from the service" in r.stderr.decode() and "did you mean 'audit'?" in r.stderr.decode()
