@@ -85,8 +85,8 @@ def sequential(config: str, partitions: str, out: str) -> None:
     plan = make_plan(client, stream, Request(parse_partitions(partitions, stream.partitions), 0), clock.time_ms())
     schema = arrow_schema()
 
-    def write(partial: Path) -> list[FileStats]:
-        facts = (export_slice(plan, s, partial, "parquet", schema) for s in plan.slices)
+    def write(partial: str) -> list[FileStats]:
+        facts = (export_slice(plan, s, Path(partial), "parquet", schema) for s in plan.slices)
         return [st for st in facts if st is not None]
 
     meta = {"tool": {"name": "ocigroup"}, "engine": "sequential"}

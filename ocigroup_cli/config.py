@@ -44,6 +44,17 @@ def _namespace(value: Any) -> str | None:
     return None
 
 
+def _duration(value: Any) -> str | None:
+    """A retention period: 365d, 7y (years of 365 days), P30D."""
+    from ocigroup_cli.core.retention import parse_days
+
+    try:
+        parse_days(str(value))
+    except ValueError:
+        return "a duration such as 365d, 7y or P30D"
+    return None
+
+
 def _resource_group(value: Any) -> str | None:
     """OCI Monitoring's rule for a resource group (the SDK's MetricDataDetails)."""
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.$-]*", str(value)):
@@ -135,6 +146,15 @@ SCHEMA: dict[str, Key] = {
     "export.bucket": Key(
         str, None, "Object Storage bucket exports can write to (the local profile's: audit, made with its stream)"
     ),
+    "export.object_storage_endpoint": Key(
+        str, None, "Object Storage endpoint for oci:// exports (default: the profile's endpoint, else the region's)"
+    ),
+    "export.require_retention": Key(
+        bool, False, "refuse an oci:// export to a bucket without an active retention rule (write-once evidence)"
+    ),
+    "export.retention_at_least": Key(
+        str, None, "with require_retention: the rule must protect at least this long (e.g. 365d)", check=_duration
+    ),
     "export.format": Key(str, "parquet", "export file format", EXPORT_FORMATS),
     "export.master": Key(str, "local[*]", "Spark master URL"),
     "export.engine": Key(
@@ -201,6 +221,9 @@ class MetricsSettings:
 class ExportSettings:
     out: str | None
     bucket: str | None
+    object_storage_endpoint: str | None
+    require_retention: bool
+    retention_at_least: str | None
     format: str
     master: str
     engine: str

@@ -17,9 +17,8 @@ from ocigroup_cli.errors import OcigroupError, UsageError
 
 if TYPE_CHECKING:  # imported inside the command: `--help` must not pay for the export modules
     from ocigroup_cli.config import Profile
-    from ocigroup_cli.export.job import Target
     from ocigroup_cli.export.resolve import Request
-    from ocigroup_cli.export.session import Progress
+    from ocigroup_cli.export.session import Destination, Progress
 
 app = typer.Typer(
     help="Export a partition range for audit (Spark), with a manifest that proves it; verify an export.",
@@ -98,7 +97,28 @@ ToOffset = Annotated[
 ]
 FromTime = Annotated[str | None, typer.Option(help="From this time (RFC 3339, date, epoch, 2h ago).")]
 ToTime = Annotated[str | None, typer.Option(help="Up to this time (inclusive). [default: when the export starts]")]
-Out = Annotated[str | None, typer.Option(help="Directory to create (it must not exist). [profile: export.out]")]
+Out = Annotated[
+    str | None,
+    typer.Option(
+        help="Directory to create (it must not exist), or oci://BUCKET@NAMESPACE/PREFIX (Object Storage; it must "
+        "hold no export). [profile: export.out]"
+    ),
+]
+RequireRetention = Annotated[
+    bool | None,
+    typer.Option(
+        "--require-retention/--no-require-retention",
+        help="oci://: refuse a bucket without a retention rule. [profile: export.require_retention]",
+        show_default=False,
+    ),
+]
+RetentionAtLeast = Annotated[
+    str | None,
+    typer.Option(
+        help="With --require-retention: the rule must keep objects this long (365d, 7y). "
+        "[profile: export.retention_at_least]"
+    ),
+]
 Format = Annotated[str | None, typer.Option("--format", help="parquet, jsonl or csv. [profile: export.format]")]
 Master = Annotated[
     str | None, typer.Option(help="Spark master: local[*], local[N] or a cluster URL. [profile: export.master]")
@@ -127,6 +147,8 @@ def export(
     split: Split = 1,
     allow_truncated: AllowTruncated = False,
     allow_future: AllowFuture = False,
+    require_retention: RequireRetention = None,
+    retention_at_least: RetentionAtLeast = None,
     driver_memory: DriverMemory = "2g",
     output: OutputOption = None,
 ) -> None:
@@ -137,19 +159,21 @@ def export(
     """
     if ctx.invoked_subcommand is not None:
         return
+    needs_extra("pyspark", "pyarrow")
     from ocigroup_cli.export.session import run
 
     g = globals_of(ctx)
     now = g.clock.time_ms()
     times = (_time("--from-time", from_time, now), _time("--to-time", to_time, now))
     _not_ahead(times, now, allow_future)
-    profile = load_profile(
-        ctx,
-        **{"export.out": (out, "--out"), "export.format": (format, "--format"), "export.master": (master, "--master")},
-    )
+    profile = load_profile(ctx, **{
+        "export.out": (out, "--out"), "export.format": (format, "--format"), "export.master": (master, "--master"),
+        "export.require_retention": (require_retention, "--require-retention"),
+        "export.retention_at_least": (retention_at_least, "--retention-at-least"),
+    })  # fmt: skip
     if partition is None:
         raise UsageError("--partition is required (e.g. --partition 3, 0-3).")
-    target = _target(profile)
+    target = _target(profile, now)
     s = session(ctx, profile)
     req = _request(partition, s.stream.partitions, (from_offset, to_offset), times, split, allow_truncated)
     outcome = run(
@@ -165,21 +189,32 @@ def export(
         notice=console.notice,
         show=_Shown(g.clock, g.verbose),
     )
-    _report(outcome.manifest, target, fmt(ctx, output))
+    _report(outcome.manifest, target, fmt(ctx, output), g.repeated())
     if outcome.cache is not None and outcome.cache.recording is not None:
         console.notice("saving Spark's class archive, so that later exports start sooner (first export only)")
         outcome.finish()
 
 
-def _report(doc: dict[str, Any], target: Target, out: str) -> None:
-    """The manifest as the command's output, what it holds short of the range asked, and how to check it."""
+def _report(doc: dict[str, Any], target: Destination, out: str, options: str) -> None:
+    """The manifest as the command's output, what it holds short of the range asked, what protects it, and how to
+    check it (an Object Storage export with the options that chose the profile: its credentials read it)."""
+    from ocigroup_cli.core.retention import Protection, Rule
+
     console.emit(doc, out, lambda: _summary(doc))
     cut = doc.get("truncated_at_present")
     if cut:
         console.warn(f"the export stopped at the present ({cut['stopped_at']}), before the --to-time asked "
                      f"({cut['asked_to']}): its manifest records it, and verify reports it as truncated")  # fmt: skip
-    console.notice(f"exported {doc['rows']:,} rows to {target.out}; check it any time with:",
-                   command=f"ocigroup export verify {shlex.quote(str(target.out))}")  # fmt: skip
+    kept = (doc.get("destination") or {}).get("retention")
+    if "destination" in doc:
+        if kept:
+            rule = Rule(kept["rule_id"], kept["rule"], kept["duration_days"], None)
+            console.notice(f"write-once: {Protection(rule, kept['locked'], kept['protected_until']).text()}")
+        else:
+            console.warn(f"bucket of {target.out} has no retention rule: its objects can still be overwritten or "
+                         "deleted (--require-retention refuses such a bucket)")  # fmt: skip
+    verify = f"ocigroup{options if 'destination' in doc else ''} export verify {shlex.quote(str(target.out))}"
+    console.notice(f"exported {doc['rows']:,} rows to {target.out}; check it any time with:", command=verify)
 
 
 def _not_ahead(times: tuple[int | None, int | None], now_ms: int, allow_future: bool) -> None:
@@ -200,23 +235,46 @@ def _not_ahead(times: tuple[int | None, int | None], now_ms: int, allow_future: 
         )
 
 
-def _target(profile: Profile) -> Target:
-    """Where and how to write, from --out/--format/--master or the profile, checked before Spark starts."""
+def needs_extra(*modules: str) -> None:
+    """Export's own dependencies (Spark, Arrow) are an extra: an install without them says how to add them."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(
+            f"export needs {' and '.join(missing)}, which this install of ocigroup does not have.",
+            "install the export extra: pip install 'ocigroup[export]' (pipx: pipx install --force 'ocigroup[export]')",
+        )
+
+
+def _target(profile: Profile, now_ms: int) -> Destination:
+    """Where and how to write, from --out/--format/--master or the profile, checked before Spark starts: a local
+    directory that does not exist yet, or an Object Storage prefix that holds no export."""
     from ocigroup_cli.export import job, spark
+    from ocigroup_cli.export.location import is_bucket
 
     settings = profile.settings.export
-    target = job.Target(
-        Path(profile.require(settings.out, "export.out", "--out")).expanduser(), settings.format, settings.master
-    )
+    out = profile.require(settings.out, "export.out", "--out")
+    if settings.format not in ("parquet", "jsonl", "csv"):
+        raise UsageError(f"--format must be parquet, jsonl or csv, not {settings.format!r}.")
+    spark.check_master(settings.master)
+    if is_bucket(out):
+        return _bucket_target(profile, out, now_ms)
+    target = job.Target(Path(out).expanduser(), settings.format, settings.master)
     target.check()
-    spark.check_master(target.master)
     return target
+
+
+def _bucket_target(profile: Profile, out: str, now_ms: int) -> Destination:
+    from ocigroup_cli.export import commit
+
+    return commit.target_for(profile, out, now_ms)
 
 
 @app.command()
 def verify(
     ctx: typer.Context,
-    directory: Annotated[Path, typer.Argument(help="An export's directory.")],
+    directory: Annotated[str, typer.Argument(help="An export's directory, or its oci://BUCKET@NAMESPACE/PREFIX.")],
     allow_truncated: Annotated[
         bool, typer.Option("--allow-truncated", help="Accept an export that holds less than was asked (exit 0).")
     ] = False,
@@ -229,10 +287,12 @@ def verify(
     Exit status 0 when every claim holds and the export is whole, 1 on any difference, missing or extra file, or
     a truncated export (unless --allow-truncated).
     """
+    from ocigroup_cli.export.location import is_bucket
     from ocigroup_cli.export.verify import truncation
     from ocigroup_cli.export.verify import verify as check
 
-    doc, problems = check(directory)
+    needs_extra("pyarrow")
+    doc, problems = _verify_bucket(ctx, directory) if is_bucket(directory) else check(Path(directory))
     short = truncation(doc)
     ok = not problems and (allow_truncated or not short)
     result = {"directory": str(directory), "ok": ok, "rows": doc.get("rows"), "problems": problems,
@@ -254,6 +314,13 @@ def verify(
             f"OK: {directory}: {doc['rows']:,} rows in {len(doc['files'])} file(s) match the manifest "
             f"(content digest {doc['content_digest']['value'][:16]}…){whole}"
         )
+
+
+def _verify_bucket(ctx: typer.Context, uri: str) -> tuple[dict[str, Any], list[str]]:
+    """An Object Storage export, read with the profile's credentials."""
+    from ocigroup_cli.export.verify import verify_uri
+
+    return verify_uri(load_profile(ctx), uri)
 
 
 engine_app = typer.Typer(help="The warm Spark engine that local exports keep between runs.", no_args_is_help=True)

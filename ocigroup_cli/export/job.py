@@ -1,22 +1,14 @@
 """The export job on the driver: Spark runs one task per slice of the plan, each writing its slice's file
 (`partition-PPPP-SSS.<ext>`) beside the target directory; the manifest is written last, and only then is the
-directory renamed into place. A failed or interrupted run removes its partial directory and leaves the target untouched.
-
-A run holds a lock on `DIR.partial-<id>.lock` while `DIR.partial-<id>` (and `.progress`, its readers' row counts)
-exist; a run killed with -9 cannot remove them, so every export to DIR first removes those whose lock nobody
-holds any more, and asks Spark to stop the killed run's job.
+directory renamed into place. A failed or interrupted run removes its partial directory and leaves the target
+untouched (export/claim.py). An export to Object Storage commits the same manifest its own way (export/commit.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import glob
 import json
 import os
-import shutil
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +17,7 @@ from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import OcigroupError, UsageError
 from ocigroup_cli.export import manifest
+from ocigroup_cli.export.claim import Claim, claim
 from ocigroup_cli.export.plan import Plan
 from ocigroup_cli.export.reader import from_task_text, task_detail
 
@@ -38,6 +31,10 @@ class Target:
     fmt: str  # parquet, jsonl or csv
     master: str
 
+    @property
+    def claim_path(self) -> Path:
+        return self.out
+
     def check(self) -> None:
         if self.fmt not in manifest.EXTENSIONS:
             raise UsageError(f"--format must be parquet, jsonl or csv, not {self.fmt!r}.")
@@ -49,7 +46,7 @@ class Target:
             raise UsageError(f"--out {self.out}: the directory {self.out.parent} does not exist.")
 
 
-Write = Callable[[Path], list[manifest.FileStats]]  # writes every slice's file into the run's partial directory
+Write = Callable[[str], list[manifest.FileStats]]  # writes every slice's file into the run's partial directory
 
 
 def write_slices(session: SparkSession, plan_json: str, fmt: str, directory: str) -> list[manifest.FileStats]:
@@ -59,10 +56,35 @@ def write_slices(session: SparkSession, plan_json: str, fmt: str, directory: str
 
     n = len(Plan.from_json(plan_json).slices)
     rows = session.range(0, n, 1, n).mapInArrow(slice_task(plan_json, fmt, directory), RESULT_DDL).collect()
-    return [manifest.FileStats.from_wire(row.facts) for row in rows if row.facts is not None]
+    files = [manifest.FileStats.from_wire(row.facts) for row in rows if row.facts is not None]
+    if directory.startswith("oci://"):
+        _hash_split_partitions(session, plan_json, fmt, directory, files)
+    return files
 
 
-def _spark_failure(exc: Exception, log: Path | None) -> OcigroupError:
+def _hash_split_partitions(
+    session: SparkSession, plan_json: str, fmt: str, uri: str, files: list[manifest.FileStats]
+) -> None:
+    """A partition cut into slices has one digest across its objects: a task per such partition reads them where
+    they are (export/objects.py), and its files carry it (the driver reads no data)."""
+    from ocigroup_cli.export.objects import DIGEST_DDL, digest_task
+
+    by_partition: dict[int, list[manifest.FileStats]] = {}
+    for st in sorted(files, key=lambda f: f.name):
+        if st.rows and st.partition is not None:
+            by_partition.setdefault(st.partition, []).append(st)
+    groups = [(p, [f.name for f in mine]) for p, mine in sorted(by_partition.items()) if len(mine) > 1]
+    if not groups:
+        return
+    k = len(groups)
+    rows = session.range(0, k, 1, k).mapInArrow(digest_task(plan_json, fmt, uri, groups), DIGEST_DDL).collect()
+    digests = {row.partition: row.sha for row in rows}
+    for st in files:
+        if st.partition in digests:
+            st.partition_sha256 = digests[st.partition]
+
+
+def spark_failure(exc: Exception, log: Path | None) -> OcigroupError:
     text = str(exc)
     carried = from_task_text(text)
     if carried is not None:
@@ -79,18 +101,20 @@ def _tidy(partial: Path, plan: Plan, fmt: str) -> None:
             path.unlink()
 
 
-def _checked(partial: Path, fmt: str, written: list[manifest.FileStats]) -> list[manifest.FileStats]:
-    """The facts the tasks read back from their files, in name order, once the files are what they read: the
-    same names, of the same sizes, in order; else the first difference is an error."""
+def consistent(
+    written: list[manifest.FileStats], present: dict[str, int], stored_md5: dict[str, str] | None = None
+) -> list[manifest.FileStats]:
+    """The facts the tasks read back from their files, in name order, once the files `present` (name: size; and
+    for objects, the MD5 the store reports) are what they read: the same names, sizes and MD5s, in order; else the
+    first difference is an error."""
     files = sorted(written, key=lambda f: f.name)
     names = {f.name for f in files}
-    on_disk = {p.name: p.stat().st_size for p in manifest.data_files(partial, fmt)}
     problems = [p for f in files for p in f.problems] + manifest.order_problems(files)
-    problems += [f"{name}: no task wrote it" for name in sorted(on_disk.keys() - names)]
+    problems += [f"{name}: no task wrote it" for name in sorted(present.keys() - names)]
     problems += [
-        f"{f.name}: missing" if f.name not in on_disk else f"{f.name}: changed after it was read back"
+        f"{f.name}: missing" if f.name not in present else f"{f.name}: changed after it was read back"
         for f in files
-        if on_disk.get(f.name) != f.bytes
+        if present.get(f.name) != f.bytes or (stored_md5 is not None and stored_md5.get(f.name) != f.object_md5)
     ]
     if problems:
         raise OcigroupError(f"the export's files are inconsistent: {problems[0]}")
@@ -99,15 +123,13 @@ def _checked(partial: Path, fmt: str, written: list[manifest.FileStats]) -> list
 
 def build_manifest(
     plan: Plan,
-    target: Target,
-    partial: Path,
-    written: list[manifest.FileStats],
+    fmt: str,
+    files: list[manifest.FileStats],
+    digest: str,
     meta: dict[str, Any],
     started_ms: int,
     finished_ms: int,
 ) -> dict[str, Any]:
-    files = _checked(partial, target.fmt, written)
-    digest = manifest.combine(partial, target.fmt, files)
     partitions = [
         {
             "partition": r.partition,
@@ -122,7 +144,7 @@ def build_manifest(
         "manifest_version": manifest.VERSION,
         **meta,
         "stream": {"id": plan.stream["id"], "name": plan.stream["name"]},
-        "format": target.fmt,
+        "format": fmt,
         "requested": {
             "partitions": [r.partition for r in plan.ranges],
             "from_time": ms_to_rfc3339(plan.from_ms) if plan.from_ms is not None else None,
@@ -141,114 +163,6 @@ def build_manifest(
         "started_at": ms_to_rfc3339(started_ms),
         "finished_at": ms_to_rfc3339(finished_ms),
     }
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One run's place beside the target: its partial directory, the progress directory its readers count rows
-    in, and the lock file (holding the run's Spark job tag) that says the run is alive."""
-
-    partial: Path
-    tag: str
-
-    @property
-    def progress(self) -> Path:
-        return self.partial.with_name(self.partial.name + ".progress")
-
-    @property
-    def lock(self) -> Path:
-        return self.partial.with_name(self.partial.name + ".lock")
-
-    @property
-    def taking(self) -> Path:  # the lock file while it is being taken
-        return self.partial.with_name(self.partial.name + ".taking")
-
-
-@contextlib.contextmanager
-def claim(out: Path, interrupt: Callable[[str], None] | None = None) -> Iterator[Claim]:
-    """Sweep what killed runs left beside `out` (asking `interrupt` to stop their Spark jobs, which a shared
-    engine would otherwise finish), then hold a new claim for this run; everything of it is removed at the end.
-    The lock is taken on a private name and renamed into place, so no sweeper ever sees it unheld."""
-    out = out.absolute()  # the paths travel to Spark's workers, which run elsewhere (the warm engine's directory)
-    sweep(out, interrupt)
-    run_id = uuid.uuid4().hex[:12]
-    mine = Claim(out.with_name(f"{out.name}.partial-{run_id}"), f"ocigroup-export-{run_id}")
-    taking = mine.taking
-    try:
-        fd = os.open(taking, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as exc:
-        raise UsageError(f"--out {out.parent}: cannot write there ({exc.strerror}).") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, mine.tag.encode())
-        taking.rename(mine.lock)
-        mine.progress.mkdir()
-        yield mine
-    finally:
-        for directory in (mine.partial, mine.progress):
-            _remove_tree(directory)
-        mine.lock.unlink(missing_ok=True)
-        taking.unlink(missing_ok=True)
-        os.close(fd)
-
-
-def _remove_tree(directory: Path) -> None:
-    """Remove `directory` even while a task of an interrupted job still writes into it: renamed first to a hidden
-    name nobody writes to (a task opens files by the old path, which then fails), so no file can appear in the
-    tree while it is removed and leave it behind."""
-    hidden = directory.with_name(f".{directory.name}.removing-{uuid.uuid4().hex[:8]}")
-    try:
-        directory.rename(hidden)
-    except FileNotFoundError:
-        return
-    except OSError:
-        hidden = directory  # cannot rename (another filesystem's rules): remove in place
-    shutil.rmtree(hidden, ignore_errors=True)
-
-
-def _dead_owner(run: Claim) -> str | None:
-    """The job tag of a run whose lock nobody holds any more ("" when it left no tag); None while it lives."""
-    for lock in (run.lock, run.taking):
-        try:
-            fd = os.open(lock, os.O_RDWR)
-        except FileNotFoundError:
-            continue
-        except OSError:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while its run is alive
-            return os.read(fd, 200).decode(errors="replace")
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-    return ""  # no lock file: its run ended, or predates lock files
-
-
-def sweep(out: Path, interrupt: Callable[[str], None] | None = None) -> list[Path]:
-    """Remove what runs to `out` left when they were killed, once their owner is gone; the directories removed."""
-    runs: dict[str, list[Path]] = {}
-    for path in out.parent.glob(f"{glob.escape(out.name)}.partial-*"):
-        stem = path.name
-        for suffix in (".lock", ".taking", ".progress"):
-            stem = stem.removesuffix(suffix)
-        runs.setdefault(stem, []).append(path)
-    removed = []
-    for stem, paths in sorted(runs.items()):
-        run = Claim(out.parent / stem, "")
-        tag = _dead_owner(run)
-        if tag is None:
-            continue
-        if tag and interrupt is not None:
-            with contextlib.suppress(Exception):  # best effort: the job may be long gone
-                interrupt(tag)
-        for path in paths:
-            if path.is_dir():
-                _remove_tree(path)
-                removed += [path] if path == run.partial else []
-            else:
-                path.unlink(missing_ok=True)
-    return removed
 
 
 def _fsync_write(path: Path, text: str) -> None:
@@ -280,14 +194,16 @@ def run(
     written: list[manifest.FileStats] = []
     if plan.slices and write is not None:
         try:
-            written = write(partial)
+            written = write(str(partial))
         except (OcigroupError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - py4j, Spark Connect and pyspark errors share nothing but text
-            raise _spark_failure(exc, log) from None
+            raise spark_failure(exc, log) from None
     read()
     _tidy(partial, plan, target.fmt)
-    doc = build_manifest(plan, target, partial, written, meta, plan.end_ms, clock.time_ms())
+    files = consistent(written, {p.name: p.stat().st_size for p in manifest.data_files(partial, target.fmt)})
+    digest = manifest.combine(partial, target.fmt, files)
+    doc = build_manifest(plan, target.fmt, files, digest, meta, plan.end_ms, clock.time_ms())
     _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")
     partial.rename(target.out)
     return doc

@@ -122,8 +122,11 @@ class FileStats:
     problems: list[str] = field(default_factory=list)
     rows_sha256: str = ""  # of the file's rows' encodings: its partition's digest when the file is all of it
     last_partition: int | None = None  # the last row's (a file of more than one partition is a problem)
+    object_md5: str = ""  # an Object Storage export's: the MD5 the service reported for the object
+    partition_sha256: str = ""  # of its partition's rows across all of its files, where a task computed it
 
     def as_json(self) -> dict[str, Any]:
+        stored = {"object_md5": self.object_md5} if self.object_md5 else {}
         return {
             "name": self.name,
             "partition": self.partition,
@@ -134,6 +137,7 @@ class FileStats:
             "last_timestamp": _ts(self.last_ts_us),
             "bytes": self.bytes,
             "sha256": self.sha256,
+            **stored,
         }
 
     def wire(self) -> str:
@@ -204,16 +208,21 @@ def content_digest(parts: Iterable[tuple[int, int, str]]) -> str:
     return h.hexdigest()
 
 
-def combine(directory: Path, fmt: str, files: list[FileStats]) -> str:
+def combine(directory: Path | None, fmt: str, files: list[FileStats]) -> str:
     """The content digest from the files' facts (in name order): a partition in one file has its digest already;
-    one cut into slices is read here, across its files."""
+    one cut into slices is read here, across its files in `directory` (None: they are not here, and a task must
+    have hashed it)."""
     parts = []
     for partition, group in itertools.groupby([f for f in files if f.rows], key=lambda f: f.partition):
         assert partition is not None  # a file with rows has a partition
         mine = list(group)
         if len(mine) == 1:
             digest = mine[0].rows_sha256
+        elif all(f.partition_sha256 for f in mine):  # hashed by a task where the files are (Object Storage)
+            digest = mine[0].partition_sha256
         else:
+            if directory is None:
+                raise ValueError(f"partition {partition}: no digest across its files, and they are not here")
             running = hashlib.sha256()
             for st in mine:
                 read_facts(directory / st.name, fmt, (running,))
@@ -223,13 +232,18 @@ def combine(directory: Path, fmt: str, files: list[FileStats]) -> str:
 
 
 def scan(directory: Path, fmt: str, version: int = VERSION) -> tuple[list[FileStats], str]:
-    """Every data file's facts and the content digest (as manifest `version` defines it), each file read once.
-    A partition's hash runs on across its files: a file also feeds a copy of the hash of the partition before it,
-    kept if the file is of that partition."""
+    """Every data file's facts and the content digest (as manifest `version` defines it), each file read once."""
+    return scan_files(data_files(directory, fmt), fmt, version)
+
+
+def scan_files(paths: Iterable[Path], fmt: str, version: int = VERSION) -> tuple[list[FileStats], str]:
+    """The facts of the files `paths` gives, in name order (each may be fetched as it is asked for, and gone after),
+    and the content digest. A partition's hash runs on across its files: a file also feeds a copy of the hash of
+    the partition before it, kept if the file is of that partition."""
     whole = hashlib.sha256()  # version 1
     stats: list[FileStats] = []
     groups: list[tuple[int, int, Any]] = []  # partition, rows, the hash of its rows so far
-    for path in data_files(directory, fmt):
+    for path in paths:
         fresh, continued = hashlib.sha256(), groups[-1][2].copy() if groups else None
         sinks = [h for h in (fresh, continued, whole if version == 1 else None) if h is not None]
         st = read_facts(path, fmt, sinks)

@@ -61,11 +61,15 @@ def arrow_schema() -> pa.Schema:
     )
 
 
+def profile_of(plan: Plan) -> Profile:
+    """The CLI's profile rebuilt from the plan: same values (key paths, endpoint, deadline)."""
+    p = plan.profile
+    return Profile(p["name"], dict(p["values"]), {}, local=p["local"])
+
+
 def client_for(plan: Plan) -> tuple[StreamingClient, StreamInfo]:
     """A client rebuilt from the plan: same profile values (key paths, endpoint, deadline) as the CLI's."""
-    p = plan.profile
-    profile = Profile(p["name"], dict(p["values"]), {}, local=p["local"])
-    return StreamingClient(profile, SystemClock()), StreamInfo(**plan.stream)
+    return StreamingClient(profile_of(plan), SystemClock()), StreamInfo(**plan.stream)
 
 
 def _cut(messages: list[Message], last: int | None, stop_ms: int) -> tuple[list[Message], bool]:

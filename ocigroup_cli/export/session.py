@@ -23,13 +23,14 @@ from ocigroup_cli.config import ExportSettings
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import Interrupted
-from ocigroup_cli.export import door, engine, job, spark
+from ocigroup_cli.export import claim, commit, door, engine, job, spark
 from ocigroup_cli.export.classcache import ClassCache
 from ocigroup_cli.export.manifest import FileStats
 from ocigroup_cli.export.plan import Plan
 from ocigroup_cli.export.progress import totals
 from ocigroup_cli.export.resolve import Request, make_plan
 
+Destination = job.Target | commit.BucketTarget
 ENGINE_SLOTS = 8  # a warm local[*] engine runs at least this many tasks at once: reads wait on the network
 
 
@@ -75,14 +76,14 @@ class Spark:
         plan_json = plan.to_json()
         if self.engine is not None:  # closing the connection (Ctrl-C) interrupts the job
             port, token = self.engine.door, self.engine.token
-            yield lambda partial: door.export(port, token, plan_json, fmt, str(partial), tag)
+            yield lambda partial: door.export(port, token, plan_json, fmt, partial, tag)
             return
         connect = spark.is_connect(self.session)
         if connect:
             self.session.addTag(tag)
         cancel = (lambda: self.session.interruptTag(tag)) if connect else self.session.sparkContext.cancelAllJobs
 
-        def write(partial: Path) -> list[FileStats]:
+        def write(partial: str) -> list[FileStats]:
             try:
                 return job.write_slices(self.session, plan_json, fmt, str(partial))
             except KeyboardInterrupt:
@@ -113,7 +114,7 @@ def run(
     client: StreamingClient,
     stream: StreamInfo,
     request: Request,
-    target: job.Target,
+    target: Destination,
     *,
     clock: Clock,
     profile_name: str,
@@ -129,23 +130,30 @@ def run(
         show(Progress("planning"))
         plan = make_plan(client, stream, request, clock.time_ms())
         if not plan.slices:
-            doc = job.run(None, plan, target, spark.meta(None, target.master, profile_name), clock)
-            return Outcome(doc, None)
+            meta = spark.meta(None, target.master, profile_name)
+            if isinstance(target, commit.BucketTarget):
+                with claim.claim(target.claim_path) as mine:
+                    return Outcome(commit.run(None, plan, target, meta, clock, None, mine), None)
+            return Outcome(job.run(None, plan, target, meta, clock), None)
         show(Progress("starting Spark"))
         used = open_spark(target.master, settings, driver_memory, clock, notice, lent)
         return _export(used, plan, target, clock, profile_name, show)
 
 
-def _export(used: Spark, plan: Plan, target: job.Target, clock: Clock, profile_name: str, show: Show) -> Outcome:
-    """The job on the Spark `used`, in a claim beside the target, with the rows shown as they are read."""
+def _export(used: Spark, plan: Plan, target: Destination, clock: Clock, profile_name: str, show: Show) -> Outcome:
+    """The job on the Spark `used`, in a claim beside the target (for Object Storage, on its stand-in), with the
+    rows shown as they are read."""
     done = False
     try:
-        with job.claim(target.out, used.interrupt) as mine:
+        with claim.claim(target.claim_path, used.interrupt) as mine:
             meta = used.meta(target.master, profile_name)
             plan = replace(plan, progress=str(mine.progress))
             watching = _watching(mine.progress, len(plan.slices), clock, show)
             with watching, used.writer(plan, target.fmt, mine.tag) as write:
-                doc = job.run(write, plan, target, meta, clock, used.log, mine=mine, read=watching.read)
+                if isinstance(target, commit.BucketTarget):
+                    doc = commit.run(write, plan, target, meta, clock, used.log, mine, watching.read)
+                else:
+                    doc = job.run(write, plan, target, meta, clock, used.log, mine=mine, read=watching.read)
         done = True
         return Outcome(doc, used.cache)
     finally:
@@ -156,7 +164,7 @@ def _export(used: Spark, plan: Plan, target: job.Target, clock: Clock, profile_n
 
 
 @contextlib.contextmanager
-def _said_if_interrupted(out: Path) -> Iterator[None]:
+def _said_if_interrupted(out: Path | str) -> Iterator[None]:
     """Ctrl-C anywhere in an export: one line that says nothing was written (exit 130), no traceback."""
     try:
         yield

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
-from ocigroup_cli.errors import UsageError
+from ocigroup_cli.errors import NotFound, UsageError
 from ocigroup_cli.export import manifest
+from ocigroup_cli.export.location import MANIFEST_OBJECT, BucketPrefix, parse_bucket
+
+if TYPE_CHECKING:
+    from ocigroup_cli.client.objects import ObjectStore
+    from ocigroup_cli.config import Profile
 
 FILE_FIELDS = ("rows", "first_offset", "last_offset", "first_timestamp", "last_timestamp", "bytes", "sha256")
 
@@ -18,20 +25,27 @@ def load(directory: Path) -> dict[str, Any]:
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory.", "pass the --out directory of an export")
     try:
-        doc = json.loads(path.read_text())
+        text = path.read_text()
     except FileNotFoundError:
         raise UsageError(f"{path}: no manifest; this is not a finished export.") from None
+    return checked(text, str(path))
+
+
+def checked(text: str, where: str) -> dict[str, Any]:
+    """A manifest's text as its document, or a UsageError naming what is wrong with it."""
+    try:
+        doc = json.loads(text)
     except ValueError as exc:
-        raise UsageError(f"{path}: not valid JSON ({exc}).") from None
+        raise UsageError(f"{where}: not valid JSON ({exc}).") from None
     if (
         not isinstance(doc, dict)
         or doc.get("format") not in manifest.EXTENSIONS
         or not isinstance(doc.get("files"), list)
     ):
-        raise UsageError(f"{path}: not an ocigroup export manifest.")
+        raise UsageError(f"{where}: not an ocigroup export manifest.")
     if doc.get("manifest_version") not in (1, manifest.VERSION):
         raise UsageError(
-            f"{path}: manifest version {doc.get('manifest_version')!r} is not one this ocigroup knows "
+            f"{where}: manifest version {doc.get('manifest_version')!r} is not one this ocigroup knows "
             f"(1 to {manifest.VERSION}).",
             "verify it with the ocigroup version that wrote it (the manifest's tool.version)",
         )
@@ -47,12 +61,19 @@ def _differ(what: str, claimed: Any, found: Any) -> str:
 def verify(directory: Path) -> tuple[dict[str, Any], list[str]]:
     """The manifest and the list of differences (empty when every claim holds)."""
     doc = load(directory)
-    fmt = doc["format"]
     claimed = {f["name"]: f for f in doc["files"]}
     present = {p.name for p in directory.iterdir()} - {manifest.MANIFEST}
     problems = [f"missing file: {name}" for name in sorted(claimed.keys() - present)]
     problems += [f"extra file: {name}" for name in sorted(present - claimed.keys())]
-    files, digest = manifest.scan(directory, fmt, doc["manifest_version"])
+    files, digest = manifest.scan(directory, doc["format"], doc["manifest_version"])
+    return doc, problems + compare(doc, files, digest)
+
+
+def compare(doc: dict[str, Any], files: list[manifest.FileStats], digest: str) -> list[str]:
+    """Every claim of the manifest `doc` against what the files show (their facts, read back, and the content
+    digest); the differences."""
+    claimed = {f["name"]: f for f in doc["files"]}
+    problems: list[str] = []
     for st in files:
         problems += st.problems
         if st.name in claimed:
@@ -75,7 +96,7 @@ def verify(directory: Path) -> tuple[dict[str, Any], list[str]]:
         problems.append(_differ("total rows", doc.get("rows"), total))
     if doc.get("content_digest", {}).get("value") != digest:
         problems.append(_differ("content digest", doc.get("content_digest", {}).get("value"), digest))
-    return doc, problems
+    return problems
 
 
 def truncation(doc: dict[str, Any]) -> list[str]:
@@ -93,3 +114,44 @@ def truncation(doc: dict[str, Any]) -> list[str]:
         notes.append(f"it ends at {end}, when it ran, not at the --to-time {asked_to} asked: what came later is "
                      "not in it")  # fmt: skip
     return notes
+
+
+def verify_bucket(store: ObjectStore, where: BucketPrefix) -> tuple[dict[str, Any], list[str]]:
+    """An export in Object Storage against its manifest: every object's size and the MD5 Object Storage reports,
+    missing and extra objects by name, then each object's content read back (one at a time, to a temporary file:
+    bounded memory) for every fact and the content digest."""
+    try:
+        doc = checked(store.get_bytes(where.manifest).decode("utf-8", "replace"), where.uri + "/" + MANIFEST_OBJECT)
+    except NotFound:
+        raise UsageError(f"{where.uri}: no {MANIFEST_OBJECT}; this is not a finished export.") from None
+    claimed = {f["name"]: f for f in doc["files"]}
+    stored = {o.name.removeprefix(where.prefix + "/"): o for o in store.listing(where.prefix + "/")}
+    stored.pop(MANIFEST_OBJECT, None)
+    problems = [f"missing object: {name}" for name in sorted(claimed.keys() - stored.keys())]
+    problems += [f"extra object: {name}" for name in sorted(stored.keys() - claimed.keys())]
+    for name in sorted(claimed.keys() & stored.keys()):
+        said, there = claimed[name], stored[name]
+        if said.get("bytes") != there.size or (said.get("object_md5") and said["object_md5"] != there.md5):
+            says = f"the manifest says {said.get('bytes')} bytes, MD5 {said.get('object_md5')}"
+            problems.append(f"altered object: {name} ({says}; Object Storage has {there.size} bytes, MD5 {there.md5})")
+    names = sorted(claimed.keys() & stored.keys())
+    with tempfile.TemporaryDirectory(prefix="ocigroup-verify-") as tmp:
+        files, digest = manifest.scan_files(_fetched(store, where, names, Path(tmp)), doc["format"],
+                                            doc["manifest_version"])  # fmt: skip
+    return doc, problems + compare(doc, files, digest)
+
+
+def _fetched(store: ObjectStore, where: BucketPrefix, names: list[str], directory: Path) -> Iterator[Path]:
+    """Each object in turn as a file, gone once the next is asked for."""
+    for name in names:
+        with store.fetched(where.object(name), directory) as path:
+            yield path
+
+
+def verify_uri(profile: Profile, uri: str) -> tuple[dict[str, Any], list[str]]:
+    """`export verify oci://…`, read with the profile's credentials."""
+    from ocigroup_cli.client.objects import ObjectStore
+
+    where = parse_bucket(uri, "export verify")
+    store = ObjectStore(profile, where.bucket, where.namespace)
+    return verify_bucket(store, where.in_namespace(store.namespace))

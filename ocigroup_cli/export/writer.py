@@ -145,8 +145,9 @@ def export_slice(plan: Plan, s: Slice, directory: Path, fmt: str, schema: pa.Sch
 
 
 def slice_task(plan_json: str, fmt: str, directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[Any]]:
-    """The function Spark maps over the slice numbers (`mapInArrow`): export each slice, and answer one row
-    (slice, facts) per slice."""
+    """The function Spark maps over the slice numbers (`mapInArrow`): export each slice into `directory`, a local
+    directory or an Object Storage prefix (oci://…, export/objects.py), and answer one row (slice, facts) per
+    slice. A failure is carried to the driver as the CLI's own error."""
 
     def run(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -154,9 +155,35 @@ def slice_task(plan_json: str, fmt: str, directory: str) -> Callable[[Iterator[p
         plan = Plan.from_json(plan_json)
         schema = arrow_schema()
         result = pa.schema([("slice", pa.int32()), ("facts", pa.string())])
+        one = _slice_exporter(plan, fmt, directory, schema)
         for chunk in numbers:
             for i in chunk.column(0).to_pylist():
-                st = export_slice(plan, plan.slices[i], Path(directory), fmt, schema)
+                st = one(plan.slices[i])
                 yield pa.RecordBatch.from_pydict({"slice": [i], "facts": [st.wire() if st else None]}, result)
 
     return run
+
+
+def _slice_exporter(
+    plan: Plan, fmt: str, directory: str, schema: pa.Schema
+) -> Callable[[Slice], manifest.FileStats | None]:
+    """How this task exports a slice: into a local directory, or through a file of its own to Object Storage."""
+    from ocigroup_cli.errors import OcigroupError
+    from ocigroup_cli.export.location import is_bucket, parse_bucket
+    from ocigroup_cli.export.reader import TaskError
+
+    if not is_bucket(directory):
+        return lambda s: export_slice(plan, s, Path(directory), fmt, schema)
+    from ocigroup_cli.export.objects import store_for, to_bucket
+
+    where = parse_bucket(directory)
+    store = store_for(plan, where)
+
+    def one(s: Slice) -> manifest.FileStats | None:
+        try:
+            write = lambda path: write_slice(read_batches(plan, s, schema), path, fmt)  # noqa: E731
+            return to_bucket(plan, s.file_stem + manifest.EXTENSIONS[fmt], where, store, write, fmt)
+        except OcigroupError as exc:
+            raise TaskError(exc) from None
+
+    return one

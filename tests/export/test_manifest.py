@@ -4,6 +4,7 @@ for older manifests), the same from a task's facts as from a scan, for any split
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -122,8 +123,8 @@ def test_the_manifest_takes_the_tasks_facts_only_for_the_files_as_they_are(tmp_p
 
     rng = random.Random(3)
 
-    def write(partial):
-        written = []
+    def write(partial: str):
+        partial, written = Path(partial), []
         for p in (0, 1):
             path = partial / f"partition-{p:04d}-000.parquet"
             write_slice(iter([_batch(_rows(rng, p)[:20])]), path, "parquet")
@@ -147,8 +148,11 @@ def test_a_file_no_task_wrote_is_named(tmp_path):
         path = tmp_path / f"partition-{p:04d}-000.parquet"
         write_slice(iter([_batch(_rows(rng, p)[:5])]), path, "parquet")
         written.append(manifest.facts(path, "parquet"))
+    present = {p.name: p.stat().st_size for p in manifest.data_files(tmp_path, "parquet")}
     with pytest.raises(OcigroupError, match=r"partition-0001-000\.parquet: no task wrote it"):
-        job.build_manifest(_plan([0, 1]), job.Target(tmp_path / "o", "parquet", "x"), tmp_path, written[:1], {}, 0, 0)
+        job.consistent(written[:1], present)
+    with pytest.raises(OcigroupError, match=r"partition-0000-000\.parquet: changed after it was read back"):
+        job.consistent(written, present, {w.name: "other" for w in written})  # an object the store reports otherwise
 
 
 def test_a_file_of_large_values_is_read_back_a_few_rows_at_a_time(tmp_path):

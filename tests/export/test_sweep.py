@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from ocigroup_cli.export import job
+from ocigroup_cli.export import claim
 
 HOLD = """
 import fcntl, os, sys, time
@@ -34,14 +34,14 @@ def test_a_dead_owners_directory_is_swept_and_a_live_owners_is_kept(tmp_path):
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        assert job.sweep(tmp_path / "audit") == [dead]
+        assert claim.sweep(tmp_path / "audit") == [dead]
         assert not dead.exists() and not (tmp_path / "audit.partial-dead.lock").exists()
         assert (live / "part-0000.parquet").exists() and (tmp_path / "audit.partial-live.lock").exists()
     finally:
         holder.kill()
         holder.wait()
         holder.stdout.close()
-    assert job.sweep(tmp_path / "audit") == [live]  # killed now: its lock is free
+    assert claim.sweep(tmp_path / "audit") == [live]  # killed now: its lock is free
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
@@ -55,16 +55,16 @@ def test_leftovers_of_every_kind_go_and_a_killed_runs_job_is_interrupted(tmp_pat
     other = tmp_path / "other.partial-x"
     other.mkdir()  # another target's: not ours to remove
     interrupted = []
-    assert job.sweep(tmp_path / "audit", interrupted.append) == [killed, old]
+    assert claim.sweep(tmp_path / "audit", interrupted.append) == [killed, old]
     assert interrupted == ["ocigroup-export-killed"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.partial-x"]
 
 
 def test_a_run_holds_its_claim_from_before_its_directory_exists_and_removes_all_of_it(tmp_path):
-    with job.claim(tmp_path / "audit") as mine:
+    with claim.claim(tmp_path / "audit") as mine:
         assert mine.progress.is_dir() and mine.lock.read_text() == mine.tag
         mine.partial.mkdir()
-        assert job.sweep(tmp_path / "audit") == []  # our own run is alive
+        assert claim.sweep(tmp_path / "audit") == []  # our own run is alive
         assert mine.partial.exists() and mine.progress.exists()
     assert list(tmp_path.iterdir()) == []
 
@@ -98,7 +98,7 @@ def test_a_tree_a_killed_runs_task_still_writes_into_is_removed_all_the_same(tmp
             deadline = time.monotonic() + 10
             while len(list(partial.iterdir())) < 5 and time.monotonic() < deadline:
                 time.sleep(0.001)
-            job.sweep(tmp_path / "audit")
+            claim.sweep(tmp_path / "audit")
             time.sleep(0.01)  # the task writes on for a moment
         finally:
             stop.set()
