@@ -71,10 +71,14 @@ def check(store: ObjectStore, where: BucketPrefix, require: Requirement, now_ms:
     return rules
 
 
-def clear(store: ObjectStore, where: BucketPrefix) -> None:
+SETTLE_S = 2.0  # a killed run's last uploads land within this (its job was interrupted when its claim was swept)
+SETTLE_MAX_S = 30.0
+
+
+def clear(store: ObjectStore, where: BucketPrefix, clock: Clock) -> None:
     """Remove what an unfinished run left under the prefix (no live run of this machine writes there: the caller
-    holds the prefix's claim), or say what is in the way."""
-    found = [o.name for o in store.listing(where.prefix + "/")]
+    holds the prefix's claim), once nothing lands there any more, or say what is in the way."""
+    found = _settled(store, where, clock)
     if where.manifest in found:
         raise UsageError(f"--out {where.uri} already holds an export ({MANIFEST_OBJECT}); an export is never "
                          "overwritten.", "choose another prefix")  # fmt: skip
@@ -85,6 +89,20 @@ def clear(store: ObjectStore, where: BucketPrefix) -> None:
             f"removed ({left[0]}).",
             "export to another prefix; they can be removed once the bucket's retention rule allows",
         )
+
+
+def _settled(store: ObjectStore, where: BucketPrefix, clock: Clock) -> list[str]:
+    """The objects under the prefix, once the listing stayed the same for SETTLE_S (at most SETTLE_MAX_S): a killed
+    run's tasks may still have had an upload in hand. An empty prefix is settled at once."""
+    began = clock.monotonic()
+    seen = [(o.name, o.size) for o in store.listing(where.prefix + "/")]
+    while seen and clock.monotonic() - began < SETTLE_MAX_S:
+        clock.sleep(SETTLE_S)
+        now = [(o.name, o.size) for o in store.listing(where.prefix + "/")]
+        if now == seen:
+            break
+        seen = now
+    return [name for name, _ in seen]
 
 
 def remove(store: ObjectStore, names: list[str]) -> list[str]:
@@ -107,8 +125,11 @@ def commit(
     only if no object has its name; the manifest."""
     from ocigroup_cli.export.job import consistent
 
-    listed = [o for o in store.listing(where.prefix + "/") if o.name != where.manifest]
     names = {where.object(f.name): f.name for f in written}
+    listed = [o for o in store.listing(where.prefix + "/") if o.name != where.manifest]
+    strays = [o.name for o in listed if o.name not in names]  # a killed run's late uploads: ours is the claim
+    if strays and not remove(store, strays):
+        listed = [o for o in listed if o.name in names]
     present = {names.get(o.name, o.name.removeprefix(where.prefix + "/")): o.size for o in listed}
     md5 = {names.get(o.name, o.name.removeprefix(where.prefix + "/")): o.md5 for o in listed}
     files = consistent(written, present, md5)
@@ -163,7 +184,7 @@ def run(
     if any(not p.name.startswith(mine.partial.name) for p in others):  # the claim's sweep removed the dead ones
         raise UsageError(f"--out {where.uri}: another export to this prefix is running on this machine.",
                          "wait for it, or export to another prefix")  # fmt: skip
-    clear(store, where)
+    clear(store, where, clock)
     try:
         written: list[manifest.FileStats] = []
         if plan.slices and write is not None:

@@ -30,16 +30,25 @@ def store_for(plan: Plan, where: BucketPrefix) -> ObjectStore:
 
 def upload(store: ObjectStore, name: str, path: Path) -> str:
     """Upload `path` as `name`, only if no object has that name; the object's MD5 as the service reports it. An
-    object already there with the same size and MD5 is this slice's, from an attempt that failed after its upload."""
-    try:
-        return store.put_file(name, path)
-    except ServiceError as exc:
-        if exc.status != 412:
-            raise
-    there = store.head(name)
-    if there is not None and there.size == path.stat().st_size and there.md5 == expected_md5(path):
-        return there.md5
-    raise OcigroupError(f"{name}: an object of that name appeared during the export, with other content.",
+    object already there with the same size and MD5 is this slice's, from an attempt that failed after its upload;
+    one with other content is a killed run's, landed after the prefix was cleared (the run holds the prefix's
+    claim: no live run of this machine writes there): removed, and this one uploaded in its place."""
+    for attempt in range(2):
+        try:
+            return store.put_file(name, path)
+        except ServiceError as exc:
+            if exc.status != 412:
+                raise
+        there = store.head(name)
+        if there is not None and there.size == path.stat().st_size and there.md5 == expected_md5(path):
+            return there.md5
+        if attempt == 0:
+            try:
+                store.delete(name)
+            except ServiceError as exc:
+                raise OcigroupError(f"{name}: an object of that name is in the way and cannot be removed "
+                                    f"({exc.message}).", "export to another prefix") from None  # fmt: skip
+    raise OcigroupError(f"{name}: an object of that name keeps appearing during the export, with other content.",
                         "another export may be writing to the same prefix")  # fmt: skip
 
 
