@@ -53,6 +53,8 @@ def cluster(tmp_path):
     """`spark://127.0.0.1:PORT`: a standalone master and one worker with two cores, both on loopback."""
     home = _spark_home()
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    (tmp_path / "worker-tmp").mkdir()
+    worker_env = {**env, "TMPDIR": str(tmp_path / "worker-tmp")}  # the worker's files are its own
     port, ui = free_port(), free_port()
     klass = str(home / "bin" / "spark-class")
     started = []
@@ -69,7 +71,9 @@ def cluster(tmp_path):
         worker_log = logs / "worker.log"
         started.append(
             _spawn(
-                [klass, "org.apache.spark.deploy.worker.Worker", *args, "--work-dir", str(work), url], env, worker_log
+                [klass, "org.apache.spark.deploy.worker.Worker", *args, "--work-dir", str(work), url],
+                worker_env,
+                worker_log,
             )
         )
         deadline = time.monotonic() + 90
@@ -110,7 +114,7 @@ def test_a_standalone_cluster_and_the_readme_recipe_give_the_local_digest(cluste
             "2",
         ]
 
-        engine = f"sc://127.0.0.1:{spark_engine.port}"  # the local digest, from the shared local engine
+        engine = f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}"  # the local digest
         local = proc.run([*export, "--out", str(tmp_path / "local"), "--master", engine], env, timeout=300)
         on_cluster = proc.run([*export, "--out", str(tmp_path / "cluster"), "--master", cluster], env, timeout=300)
         assert local.returncode == 0, local.stderr.decode()
@@ -138,5 +142,36 @@ def test_a_standalone_cluster_and_the_readme_recipe_give_the_local_digest(cluste
         )
         assert recipe.returncode == 0, (recipe.stdout + recipe.stderr).decode()[-3000:]
         assert json.loads(recipe.stdout)["content_digest"]["value"] == digest
+    finally:
+        server.stop()
+
+
+def test_a_standalone_cluster_exports_to_object_storage_without_a_shared_disk(cluster, api_key, spark_engine, tmp_path):
+    """The worker writes its slices to Object Storage itself: its working and temporary directories are its own
+    (TMPDIR under its work dir), the driver's `--out` is a bucket, and nothing passes through a shared path."""
+    import oci
+
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=4, name="orders")
+        for _ in range(4):
+            sdk.put(sid, [(f"k{i}", os.urandom(300)) for i in range(250)])
+        storage = oci.object_storage.ObjectStorageClient(api_key.config(), service_endpoint=sdk.url)
+        ns = storage.get_namespace().data
+        details = oci.object_storage.models.CreateBucketDetails(name="audit", compartment_id="ocid1.compartment.oc1..t")
+        storage.create_bucket(ns, details)
+        config = write_config(tmp_path, api_key, sdk.url)
+        env = proc.clean_env(tmp_path / "state", PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+        export = ["--config", config, "-o", "json", "export", "--partition", "0-3", "--from-offset", "0"]
+        engine = f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}"
+        local = proc.run([*export, "--out", str(tmp_path / "local"), "--master", engine], env, timeout=300)
+        stored = proc.run([*export, "--out", f"oci://audit@{ns}/cluster", "--master", cluster], env, timeout=300)
+        assert local.returncode == 0 and stored.returncode == 0, (local.stderr + stored.stderr).decode()
+        doc = json.loads(stored.stdout)
+        assert doc["content_digest"] == json.loads(local.stdout)["content_digest"] and doc["spark"]["master"] == cluster
+        verified = proc.run(["--config", config, "export", "verify", f"oci://audit@{ns}/cluster"], env)
+        assert verified.returncode == 0, verified.stderr.decode()
+        assert not list(tmp_path.glob("cluster.*")) and not (tmp_path / "cluster").exists()  # nothing beside the driver
     finally:
         server.stop()
