@@ -229,6 +229,7 @@ def test_an_export_for_audit(world):
     clock.set_ms(parse_rfc3339_ms(f"{yesterday}T00:00:00Z") - MINUTE)
     w.sid = w.sdk.stream(partitions=8, name="orders", retention=24)
     days = w.sdk.stream(partitions=8, name="orders48", retention=48)
+    _audit_bucket(w)
     clock.set_ms(parse_rfc3339_ms(f"{yesterday}T12:00:00Z"))
     w.sdk.put(days, [(key_for(i % 8, 8), f"day-{i}") for i in range(80)])
     clock.set_ms(parse_rfc3339_ms(f"{hour}:30:00Z"))
@@ -241,13 +242,33 @@ def test_an_export_for_audit(world):
         day48 = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, w.fill)
         export, _ = play(day48, lines[:2], [0, 0])
         assert json.loads(export.stdout)["rows"] == 80
-        w.fill = {"/audit/": f"{w.work}/audit/"}
-        (w.work / "audit").mkdir()
+        assert json.loads(export.stdout)["destination"]["retention"]["rule"] == "audit-evidence"
+        w.fill = {}
         play(w, lines[2:3], [0])  # the hourly line, on the 24 h stream
-        (hourly,) = (w.work / "audit").iterdir()
-        assert json.loads((hourly / "manifest.json").read_text())["rows"] == 80
-        daily = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, w.fill)
+        assert _manifest(w, f"orders/hourly/{hour}")["rows"] == 80
+        daily = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, {})
         play(daily, lines[3:], [0])
-        assert (w.work / "audit" / f"orders-{yesterday}" / "manifest.json").exists()
+        assert _manifest(w, f"orders/daily/{yesterday}")["rows"] == 80
     finally:
         subprocess.run([str(proc.EXE), "export", "engine", "stop"], env=w.env, capture_output=True, timeout=60)
+
+
+def _audit_bucket(w: World) -> None:
+    """Bucket `audit`, with a retention rule: what the README's audit recipe writes to."""
+    import oci
+
+    storage = oci.object_storage.ObjectStorageClient(w.sdk.key.config(), service_endpoint=w.sdk.url)
+    models = oci.object_storage.models
+    ns = storage.get_namespace().data
+    storage.create_bucket(ns, models.CreateBucketDetails(name="audit", compartment_id="ocid1.compartment.oc1..test"))
+    rule = models.CreateRetentionRuleDetails(display_name="audit-evidence", duration=models.Duration(time_amount=400,
+                                             time_unit="DAYS"))  # fmt: skip
+    storage.create_retention_rule(ns, "audit", rule)
+
+
+def _manifest(w: World, prefix: str) -> dict:
+    import oci
+
+    storage = oci.object_storage.ObjectStorageClient(w.sdk.key.config(), service_endpoint=w.sdk.url)
+    ns = storage.get_namespace().data
+    return json.loads(storage.get_object(ns, "audit", f"{prefix}/manifest.json").data.content)

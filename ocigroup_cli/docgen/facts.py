@@ -89,6 +89,11 @@ FILES = (
     File("local/lock", "Taken while the local profile makes its key pair, emulator and stream (first use)."),
     File("streams.json", "Cached stream locations (OCID, partitions, messages endpoint)."),
     File("resets/", "A JSON record of every reset --execute."),
+    File(
+        "exports/",
+        "The claims of exports to Object Storage running from here (one lock per prefix), and their "
+        "readers' row counts.",
+    ),
     File("logs/", "Logs of the Spark jobs run by export and of the warm Spark engine."),
     File(
         "engine/",

@@ -63,6 +63,7 @@ class Sdk:
     def __init__(self, server: EmulatorServer, key: ApiKey, patient: bool = True) -> None:
         self.server = server
         self.url = server.url
+        self.key = key
         self.patient = patient
         none = oci.retry.NoneRetryStrategy()
         self.admin = oci.streaming.StreamAdminClient(
