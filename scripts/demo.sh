@@ -63,10 +63,9 @@ sleep 7
 run ocigroup -o table reset billing --to earliest
 run ocigroup -o table reset billing --to earliest --execute --yes
 
-step "6. Audit export of partitions 0-3 with Spark, then verify it"
-run ocigroup -o table export --partition 0-3 --from-offset 0 --out "$work/audit"
-run ls "$work/audit"
-run ocigroup -o table export verify "$work/audit"
+step "6. Audit export of partitions 0-3 with Spark to the local bucket (Object Storage), then verify it"
+run ocigroup -o table export --partition 0-3 --from-offset 0 --out oci://audit/demo/orders
+run ocigroup -o table export verify oci://audit/demo/orders
 
 step "7. Stop the Spark engine the export started, and the emulator"
 run ocigroup export engine stop

@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import time
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.ops import groups
 from tests.helpers import cli as proc
+from tests.helpers.history import key_for
 from tests.helpers.service import Sdk, start_server, write_config
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -89,10 +89,6 @@ def play(world: World, lines: list[str], codes: list[int]) -> list[subprocess.Co
         assert "Traceback" not in err and "internal error" not in err, err
         done.append(r)
     return done
-
-
-def key_for(partition: int, partitions: int) -> str:
-    return next(f"k{i}" for i in range(1000) if zlib.crc32(f"k{i}".encode()) % partitions == partition)
 
 
 @pytest.fixture

@@ -134,6 +134,12 @@ class ObjectStore:
         """NotFound (BucketNotFound, or a namespace that is not the tenancy's) when the bucket is not there."""
         self._call("HeadBucket", self.client.head_bucket, self.namespace, self.bucket)
 
+    def create_bucket(self, compartment: str) -> None:
+        from oci.object_storage.models import CreateBucketDetails
+
+        details = CreateBucketDetails(name=self.bucket, compartment_id=compartment)
+        self._call("CreateBucket", self.client.create_bucket, self.namespace, details)
+
     def head(self, name: str) -> StoredObject | None:
         try:
             h = self._call("HeadObject", self.client.head_object, self.namespace, self.bucket, name).headers

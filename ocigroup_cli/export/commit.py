@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ocigroup_cli.client.objects import ObjectStore
-from ocigroup_cli.config import Profile
+from ocigroup_cli.config import LOCAL_SOURCE, Profile
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.retention import Protection, parse_days, protection, shortfall
 from ocigroup_cli.errors import Conflict, NotFound, OcigroupError, ServiceError, UsageError
@@ -54,11 +54,18 @@ def stand_in(where: BucketPrefix) -> Path:
     return folder / key
 
 
-def check(store: ObjectStore, where: BucketPrefix, require: Requirement, now_ms: int) -> Protection | None:
-    """What is refused before any work (see the module's docstring); the retention rule that will protect it."""
+def check(
+    store: ObjectStore, where: BucketPrefix, require: Requirement, now_ms: int, own: str | None = None
+) -> Protection | None:
+    """What is refused before any work (see the module's docstring); the retention rule that will protect it.
+    `own`: the compartment where the local profile's own bucket is made if it is missing (an emulator's state
+    from before it had one)."""
     try:
         store.check_bucket()
     except NotFound:
+        if own is not None:
+            store.create_bucket(own)
+            return check(store, where, require, now_ms)
         missing = f"--out {where.uri}: no bucket {where.bucket!r} in namespace {store.namespace!r} (or no permission)."
         raise UsageError(missing, "create it, or check the name and the namespace") from None
     if store.head(where.manifest) is not None:
@@ -82,6 +89,10 @@ def clear(store: ObjectStore, where: BucketPrefix, clock: Clock) -> None:
     if where.manifest in found:
         raise UsageError(f"--out {where.uri} already holds an export ({MANIFEST_OBJECT}); an export is never "
                          "overwritten.", "choose another prefix")  # fmt: skip
+    foreign = [name for name in found if not where.is_export_file(name)]
+    if foreign:
+        raise UsageError(f"--out {where.uri}: the prefix holds objects that are not an export's ({foreign[0]}); an "
+                         "export needs a prefix of its own.", "choose another prefix")  # fmt: skip
     left = remove(store, found)
     if left:
         raise UsageError(
@@ -127,8 +138,8 @@ def commit(
 
     names = {where.object(f.name): f.name for f in written}
     listed = [o for o in store.listing(where.prefix + "/") if o.name != where.manifest]
-    strays = [o.name for o in listed if o.name not in names]  # a killed run's late uploads: ours is the claim
-    if strays and not remove(store, strays):
+    strays = [o.name for o in listed if o.name not in names and where.is_export_file(o.name)]  # a killed run's late
+    if strays and not remove(store, strays):  # uploads (ours is the claim); anything else stays, and is named
         listed = [o for o in listed if o.name in names]
     present = {names.get(o.name, o.name.removeprefix(where.prefix + "/")): o.size for o in listed}
     md5 = {names.get(o.name, o.name.removeprefix(where.prefix + "/")): o.md5 for o in listed}
@@ -199,7 +210,8 @@ def run(
             plan, target.fmt, files, digest, meta, plan.end_ms, clock.time_ms()), target.kept)  # fmt: skip
     except BaseException:
         with contextlib.suppress(OcigroupError):  # best effort: the next run to the prefix removes what is left
-            remove(store, [o.name for o in store.listing(where.prefix + "/") if o.name != where.manifest])
+            if store.head(where.manifest) is None:  # (a manifest there is another run's commit: its files stay)
+                remove(store, [o.name for o in store.listing(where.prefix + "/") if where.is_export_file(o.name)])
         raise
 
 
@@ -212,5 +224,7 @@ def target_for(profile: Profile, out: str, now_ms: int) -> BucketTarget:
                          f"write oci://{where.bucket}@{store.namespace}/{where.prefix}")  # fmt: skip
     where = where.in_namespace(store.namespace)
     settings = profile.settings.export
-    kept = check(store, where, Requirement(settings.require_retention, settings.retention_at_least), now_ms)
+    require = Requirement(settings.require_retention, settings.retention_at_least)
+    own = profile.local and where.bucket == settings.bucket and profile.sources["export.bucket"] == LOCAL_SOURCE
+    kept = check(store, where, require, now_ms, profile.settings.stream.compartment if own else None)
     return BucketTarget(where, settings.format, settings.master, store, kept)

@@ -10,6 +10,7 @@ from ocigroup_cli.errors import UsageError
 
 SCHEME = "oci://"
 MANIFEST_OBJECT = "manifest.json"
+DATA_OBJECT = re.compile(r"partition-\d{4}-\d{3}\.(parquet|jsonl|csv)")  # an export's file, as plan.Slice names it
 _BUCKET = re.compile(r"[A-Za-z0-9._-]{1,256}")
 _NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
@@ -34,6 +35,11 @@ class BucketPrefix:
 
     def in_namespace(self, namespace: str) -> BucketPrefix:
         return BucketPrefix(self.bucket, namespace, self.prefix)
+
+    def is_export_file(self, name: str) -> bool:
+        """Whether object `name` is one an export to this prefix writes (directly under it, named as a slice's
+        file): only such objects are ever removed as an unfinished run's."""
+        return name.startswith(self.prefix + "/") and DATA_OBJECT.fullmatch(name[len(self.prefix) + 1 :]) is not None
 
 
 def is_bucket(text: str) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from pathlib import Path
 
 import pytest
@@ -18,23 +17,11 @@ import yaml
 
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from tests.helpers import cli as proc
+from tests.helpers.history import consume_all, key_for
 from tests.helpers.service import Sdk, start_server, write_config
 
 HOUR = 3_600_000
 MINUTE = 60_000
-
-
-def key_for(partition: int, partitions: int = 2) -> str:
-    return next(f"k{i}" for i in range(100) if zlib.crc32(f"k{i}".encode()) % partitions == partition)
-
-
-def consume_all(sdk: Sdk, clock: ManualClock, sid: str, cursor: str) -> str:
-    """Read until nothing is left, then once more so that commit-on-get commits the last batch."""
-    while True:
-        clock.advance_ms(300)  # 5 reads a second per partition
-        got, cursor = sdk.get(sid, cursor)
-        if not got:
-            return cursor
 
 
 @pytest.fixture
@@ -51,7 +38,7 @@ def lost(api_key, tmp_path):
     server = start_server(api_key, clock)
     sdk = Sdk(server, api_key)
     sid = sdk.stream(partitions=2, name="orders", retention=24)
-    k0, k1 = key_for(0), key_for(1)
+    k0, k1 = key_for(0, 2), key_for(1, 2)
     sdk.put(sid, [(k0, f"old0-{i}") for i in range(10)] + [(k1, f"old1-{i}") for i in range(10)])
     first = sdk.group_cursor(sid, "billing", "a", timeout_in_ms=30_000)
     consume_all(sdk, clock, sid, first)

@@ -214,3 +214,28 @@ def test_object_storage_failing_mid_run_is_a_transient_exit_with_no_manifest(buc
     assert "Traceback" not in err and "PutObject" in err
     b.sdk.server.httpd.faults = None
     assert b.objects("audit", "broken") == []  # what it wrote was removed; no manifest
+
+
+def test_leftovers_a_retention_rule_keeps_are_named_and_refused_credentials_are_one_line(bucketed, tmp_path):
+    b = bucketed(messages=200)
+    stale = tmp_path / "stale.parquet"
+    stale.write_bytes(b"half of an export")
+    b.storage.put_object(b.ns, "vault", "unfinished/partition-0000-000.parquet", stale.read_bytes())
+    code, out, err = b.export(f"oci://vault@{b.ns}/unfinished")
+    assert code == ExitCode.USAGE and out == "", err
+    assert "1 object(s) of an unfinished export are in the way, and cannot be removed" in err
+    assert "unfinished/partition-0000-000.parquet" in err and len(err.strip().splitlines()) == 2
+    b.storage.put_object(b.ns, "audit", "shared/2024-05-01/manifest.json", b"{}")  # another export, deeper
+    code, out, err = b.export(f"oci://audit@{b.ns}/shared")
+    assert code == ExitCode.USAGE and "holds objects that are not an export's (shared/2024-05-01/manifest.json)" in err
+    assert b.objects("audit", "shared") == ["2024-05-01/manifest.json"]  # never removed
+    other = tmp_path / "other"
+    other.mkdir()
+    from tests.helpers.service import make_key
+
+    stranger = write_config(other, make_key(other), b.sdk.url)  # a key the service does not know
+    command = [proc.exe(), "--config", stranger, "export", "--out", f"oci://audit@{b.ns}/x", "--partition", "0",
+               "--from-offset", "0"]  # fmt: skip
+    refused = subprocess.run(command, env=b.env, capture_output=True, timeout=60)
+    err = refused.stderr.decode()
+    assert refused.returncode == ExitCode.FAILURE and "401" in err and "Traceback" not in err, err

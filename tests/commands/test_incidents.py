@@ -14,31 +14,18 @@ import json
 import os
 import re
 import subprocess
-import zlib
 
 import pytest
 
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.ops import groups
 from tests.helpers import cli as proc
+from tests.helpers.history import consume_all, key_for
 from tests.helpers.prom import samples
 from tests.helpers.service import Sdk, start_server, write_config
 
 HOUR = 3_600_000
 MINUTE = 60_000
-
-
-def key_for(partition: int, partitions: int = 3) -> str:
-    return next(f"k{i}" for i in range(100) if zlib.crc32(f"k{i}".encode()) % partitions == partition)
-
-
-def consume_all(sdk: Sdk, clock: ManualClock, sid: str, cursor: str) -> str:
-    """Read until nothing is left, then once more so that commit-on-get commits the last batch."""
-    while True:
-        clock.advance_ms(300)
-        got, cursor = sdk.get(sid, cursor)
-        if not got:
-            return cursor
 
 
 @pytest.fixture
@@ -55,16 +42,16 @@ def weekend(api_key, tmp_path, monkeypatch):
     server = start_server(api_key, clock)
     sdk = Sdk(server, api_key)
     sid = sdk.stream(partitions=3, name="orders", retention=24)
-    sdk.put(sid, [(key_for(0), f"read0-{i}") for i in range(3)] + [(key_for(1), f"read1-{i}") for i in range(3)])
+    sdk.put(sid, [(key_for(0, 3), f"read0-{i}") for i in range(3)] + [(key_for(1, 3), f"read1-{i}") for i in range(3)])
     consume_all(sdk, clock, sid, sdk.group_cursor(sid, "billing", "a", timeout_in_ms=30_000))
     sdk.group_cursor(sid, "payments", "p", timeout_in_ms=30_000)
     clock.set_ms(t0 + 2 * HOUR)
-    sdk.put(sid, [(key_for(0), f"lost0-{i}") for i in range(4)] + [(key_for(2), f"lost2-{i}") for i in range(5)])
+    sdk.put(sid, [(key_for(0, 3), f"lost0-{i}") for i in range(4)] + [(key_for(2, 3), f"lost2-{i}") for i in range(5)])
     for at in (t0 + 20 * HOUR, t0 + 40 * HOUR, now - 20 * HOUR):  # joins now and then, never gets to read: it
         clock.set_ms(at)  # keeps the group in use (a group unused for the retention period is removed)
         sdk.group_cursor(sid, "billing", "crash-looping", timeout_in_ms=1000)
     clock.set_ms(now - HOUR)
-    kept = sdk.put(sid, [(key_for(2), f"kept2-{i}") for i in range(2)]).entries
+    kept = sdk.put(sid, [(key_for(2, 3), f"kept2-{i}") for i in range(2)]).entries
     committed = {p: r.committed_offset for p, r in sdk.group(sid, "billing").items()}
     clock.set_ms(now)
     clock.run(True)
