@@ -62,4 +62,5 @@ class TailStats:
     committed_batches: int = 0
     in_flight: int = 0  # messages of a batch handed to the sink and not confirmed (at exit: not committed)
     final_commit_failed: bool = False
+    skipped_again: int = 0  # messages read again after a rejoin that this process had written already
     moves: list[str] = field(default_factory=list)  # each move past data loss, summed up

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import Message, StreamInfo
+from ocigroup_cli.core.once import Written
 from ocigroup_cli.core.pacing import interval_for
 from ocigroup_cli.errors import AuthFailed, InvalidCursor, NotFound, OcigroupError, RetentionLost, UnreservedCommit
 from ocigroup_cli.ops import dataloss
@@ -76,6 +77,7 @@ class Tail:
         self.last_commit = clock.monotonic()
         self.batch_started: float | None = None
         self.written: str | None = None  # a cursor whose uncommitted reads were all written (None: nothing owed)
+        self.once = Written()  # what this process wrote: read again after a rejoin, it is skipped (core/once.py)
         self._stop = threading.Event()
         self._gave_up = False
         self._moves_in_a_row = 0
@@ -182,6 +184,7 @@ class Tail:
         with self.lock:
             reservations = self.client.get_group(self.stream, self.opts.group, patient=self._outage)
         now_ms = self.clock.time_ms()
+        self.once.saw_committed({r.partition: r.committed_offset for r in reservations})
         self.stats.members = len({r.instance for r in reservations if r.instance and r.live(now_ms)}) or 1
         mine = tuple(r.partition for r in reservations if r.instance == self.opts.instance)
         if mine != self.stats.held:
@@ -264,13 +267,19 @@ class Tail:
         return self.stats
 
     def _deliver(self, messages: list[Message]) -> None:
+        """Write what this process has not written yet (a rejoin reads again from the committed offsets), then
+        count the whole batch as written: a commit carries past the messages skipped too."""
+        fresh = self.once.fresh(messages)
         self.batch_started = self.clock.monotonic()
-        self.stats.in_flight = len(messages)
-        self.sink.deliver(messages)
+        self.stats.in_flight = len(fresh)
+        if fresh:
+            self.sink.deliver(fresh)
+        self.once.wrote(fresh)
         self.stats.in_flight = 0
         self.batch_started = None
         self.written = self.cursor  # everything this cursor read is written now
-        self.stats.written += len(messages)
+        self.stats.written += len(fresh)
+        self.stats.skipped_again += len(messages) - len(fresh)
         self.stats.batches += 1
 
     def _final_commit(self) -> None:
