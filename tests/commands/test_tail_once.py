@@ -24,9 +24,9 @@ def test_a_refused_commit_during_a_rebalance_repeats_no_offset_within_the_proces
         config = write_config(tmp_path, api_key, sdk.url, group__name="billing", group__timeout_ms=2000)
         env = proc.clean_env(tmp_path / "state")
         errors = (tmp_path / "a.err").open("wb")
-        a = subprocess.Popen([proc.exe(), "--config", config, "tail", "--create", "--instance", "a", "-f", "json",
-                              "--batch-limit", "40", "-n", "3000", "--no-commit-on-get"], env=env, stdout=subprocess.PIPE,
-                             stderr=errors)  # fmt: skip
+        args = ["tail", "--create", "--instance", "a", "-f", "json", "--batch-limit", "40", "-n", "3000"]
+        a = subprocess.Popen([proc.exe(), "--config", config, *args, "--no-commit-on-get"], env=env,
+                             stdout=subprocess.PIPE, stderr=errors)  # fmt: skip
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(line.decode() for line in a.stdout), daemon=True)
         reader.start()
