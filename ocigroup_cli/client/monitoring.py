@@ -22,7 +22,7 @@ class MonitoringClient(Sender):
         settings = self.profile.settings
         if settings.metrics.endpoint:
             return settings.metrics.endpoint
-        if settings.endpoint and _loopback(settings.endpoint):
+        if settings.endpoint and loopback(settings.endpoint):
             return settings.endpoint
         return telemetry_ingestion_endpoint(self.creds.region)
 
@@ -39,7 +39,7 @@ class MonitoringClient(Sender):
         return answer if isinstance(answer, dict) else {}
 
 
-def _loopback(url: str) -> bool:
+def loopback(url: str) -> bool:
     from urllib.parse import urlsplit
 
     return is_loopback(urlsplit(url).hostname or "")

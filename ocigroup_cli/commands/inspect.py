@@ -13,7 +13,13 @@ from ocigroup_cli import console
 from ocigroup_cli.commands import all_groups as every
 from ocigroup_cli.commands.all_groups import Looks
 from ocigroup_cli.commands.common import fmt, globals_of, load_profile, session
-from ocigroup_cli.commands.metrics_out import MetricsFileOpt, MetricsOut, PostMetricsOpt, ServeMetricsOpt
+from ocigroup_cli.commands.metrics_out import (
+    MetricsFileOpt,
+    MetricsOut,
+    PostIntervalOpt,
+    PostMetricsOpt,
+    ServeMetricsOpt,
+)
 from ocigroup_cli.commands.outage import Outage
 from ocigroup_cli.core.health import SEVERITIES, fails
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP, lag_text, upper
@@ -344,6 +350,7 @@ def inspect(
     metrics_file: MetricsFileOpt = None,
     serve_metrics: ServeMetricsOpt = None,
     post_metrics: PostMetricsOpt = False,
+    post_interval: PostIntervalOpt = "1m",
     all_groups: AllGroupsOpt = False,
     only_lagging: OnlyLaggingOpt = False,
 ) -> None:
@@ -367,7 +374,7 @@ def inspect(
     name = "" if all_groups else profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
     out = fmt(ctx, output, metrics=True)
-    metrics = MetricsOut.open(s, out, metrics_file, serve_metrics, post_metrics, watch)
+    metrics = MetricsOut.open(s, out, metrics_file, serve_metrics, post_metrics, watch, post_interval)
     judged = health or fail_on_health is not None or metrics.wanted or all_groups
     looks = Looks(name, out, watch, brief, lag_cap, int(window_ms) if judged else None, wait_s, iterations)
     looked: Sequence[tuple[GroupView, Health | None]]

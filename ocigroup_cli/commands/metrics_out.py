@@ -42,7 +42,16 @@ PostMetricsOpt = Annotated[
     bool,
     typer.Option(
         "--post-metrics",
-        help="Post the metrics to OCI Monitoring (PostMetricData) at each refresh. [profile: metrics.*]",
+        help="Post the metrics to OCI Monitoring (PostMetricData); with --watch at most every --post-interval. "
+        "[profile: metrics.*]",
+    ),
+]
+PostIntervalOpt = Annotated[
+    str,
+    typer.Option(
+        "--post-interval",
+        help="With --watch --post-metrics: post at most this often (alarms resolve to a minute; ingestion is billed "
+        "per datapoint).",
     ),
 ]
 
@@ -67,6 +76,18 @@ def _serve_hint(exc: OSError) -> str:
     return "pick another port (0: any free one, said on stderr)"
 
 
+def _interval(text: str) -> int:
+    from ocigroup_cli.core.timespec import parse_duration_ms
+
+    try:
+        ms = parse_duration_ms(text)
+    except ValueError as exc:
+        raise UsageError(f"--post-interval: {exc}.") from None
+    if ms < 1000:
+        raise UsageError(f"--post-interval {text}: at least 1s (alarms resolve to a minute).")
+    return ms
+
+
 def _check_file(path: Path) -> None:
     """--metrics-file must be a regular file, or not exist yet: it is replaced by a rename at each refresh, which
     would put a file in place of a device (/dev/full), a pipe or a directory's entry."""
@@ -84,6 +105,8 @@ class MetricsOut:
     target: ScrapeTarget | None = None
     poster: Poster | None = None
     refused: list[str] = field(default_factory=list)  # what OCI Monitoring refused at the last refresh
+    post_every_ms: int = 60_000
+    posted_ms: int | None = None  # when the last post was made
 
     @property
     def wanted(self) -> bool:
@@ -91,8 +114,9 @@ class MetricsOut:
 
     @classmethod
     def open(
-        cls, s: Session, out: str, metrics_file: str | None, serve: str | None, post: bool, watch: bool
-    ) -> MetricsOut:
+        cls, s: Session, out: str, metrics_file: str | None, serve: str | None, post: bool, watch: bool,
+        post_interval: str = "1m",
+    ) -> MetricsOut:  # fmt: skip
         if serve is not None and not watch:
             raise UsageError("--serve-metrics answers scrapes while --watch refreshes.", "add --watch")
         target = None
@@ -112,7 +136,8 @@ class MetricsOut:
             from ocigroup_cli.ops.monitoring import Poster
 
             poster = Poster(s.profile, s.client.clock, s.client.trace)
-        return cls(out == "openmetrics", None if metrics_file is None else Path(metrics_file), target, poster)
+        return cls(out == "openmetrics", None if metrics_file is None else Path(metrics_file), target, poster,
+                   post_every_ms=_interval(post_interval))  # fmt: skip
 
     def update(self, s: Session, view: GroupView, health: Health, at_ms: int) -> None:
         self.update_all(s, [(view, health)], at_ms)
@@ -124,8 +149,9 @@ class MetricsOut:
 
         found = [p for view, health in looked for p in points(view, health)]
         text = exposition(found)
-        if self.poster is not None:
+        if self.poster is not None and (self.posted_ms is None or at_ms - self.posted_ms >= self.post_every_ms):
             self._post(s, found, at_ms)
+            self.posted_ms = at_ms
         if self.stdout:
             console.data_line(text.rstrip("\n"))
         if self.file is not None:
@@ -148,7 +174,7 @@ class MetricsOut:
                 f"OCI Monitoring refused {len(posted.failed)} of {posted.metrics} metric(s): {posted.failed[0]}"
             )
         else:
-            console.notice(f"posted {posted.metrics} metric(s) to OCI Monitoring in {posted.calls} call(s)")
+            console.notice(f"posted {posted.metrics} metric(s) to {self.poster.where} in {posted.calls} call(s)")
 
     def close(self) -> None:
         if self.target is not None:

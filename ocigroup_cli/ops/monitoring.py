@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ocigroup_cli.client.monitoring import MonitoringClient
+from ocigroup_cli.client.monitoring import MonitoringClient, loopback
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.metrics import Point
@@ -80,6 +80,12 @@ class Poster:
     def post(self, points: list[Point], stream: StreamInfo, at_ms: int) -> Posted:
         compartment = stream.compartment or self.client.profile.settings.stream.compartment
         return post(self.client, points, compartment, at_ms)
+
+    @property
+    def where(self) -> str:
+        """Where the points go, for a person: a rehearsal's emulator is not OCI Monitoring."""
+        url = self.client.telemetry_url
+        return f"the local emulator ({url})" if loopback(url) else "OCI Monitoring"
 
     def close(self) -> None:
         self.client.close()

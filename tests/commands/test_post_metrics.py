@@ -55,7 +55,7 @@ def test_the_posted_bodies_are_the_sdks_models_and_hold_the_figures(group_of, ap
     r = proc.run(["--config", config, "-o", "json", "inspect", "--post-metrics"], env)
     assert r.returncode == 0, r.stderr.decode()
     doc, got = json.loads(r.stdout), received(server.url)
-    assert f"posted {len(got)} metric(s) to OCI Monitoring in 1 call(s)" in r.stderr.decode()
+    assert f"posted {len(got)} metric(s) to the local emulator ({server.url}) in 1 call(s)" in r.stderr.decode()
     detail_keys, point_keys = (
         set(MODELS.MetricDataDetails().attribute_map.values()),
         set(MODELS.Datapoint().attribute_map.values()),
@@ -132,4 +132,18 @@ def test_fifty_metric_streams_go_in_one_call(group_of):
     assert r.returncode == 0, r.stderr.decode()
     streams = len(received(server.url))
     assert streams > 50
-    assert f"posted {streams} metric(s) to OCI Monitoring in {math.ceil(streams / 50)} call(s)" in r.stderr.decode()
+    assert f"metric(s) to the local emulator ({server.url}) in {math.ceil(streams / 50)} call(s)" in r.stderr.decode()
+
+
+def test_a_watch_posts_at_most_once_a_minute_by_default(group_of):
+    """Alarms resolve to a minute and ingestion is billed per datapoint: a 10 s watch refreshed every second
+    posts once; --post-interval 2s posts every other refresh or so."""
+    server, config, env = group_of(1)
+    args = ["--config", config, "-o", "json", "inspect", "--watch", "--interval", "1s", "--iterations", "10",
+            "--post-metrics"]  # fmt: skip
+    r = proc.run(args, env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stderr.decode().count("posted ") == 1 and len({m["datapoints"][0]["timestamp"] for m in received(
+        server.url)}) == 1  # fmt: skip
+    again = proc.run([*args, "--post-interval", "3s"], env, timeout=60)
+    assert 3 <= again.stderr.decode().count("posted ") <= 5, again.stderr.decode()
