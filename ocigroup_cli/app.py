@@ -77,7 +77,10 @@ def root(
         typer.Option("--profile", "-p", help="Profile name (local = the bundled emulator). [env: OCIGROUP_PROFILE]"),
     ] = None,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="table, json or yaml. [default: table on a TTY, else json]")
+        str | None,
+        typer.Option(
+            "--output", "-o", help="table, json or yaml (openmetrics: inspect). [default: table on a TTY, else json]"
+        ),
     ] = None,
     stream: Annotated[str | None, typer.Option("--stream", help="Stream OCID or name (overrides the profile).")] = None,
     endpoint: Annotated[

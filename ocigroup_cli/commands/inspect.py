@@ -241,8 +241,8 @@ def _print(
         return
     if brief:
         doc = view.summary_json()
-        if health is not None:
-            doc = {**doc, "health": health.verdict, "catchup_eta_s": health.to_json()["catchup_eta_s"]}
+        if health is not None:  # the same health object as the full JSON's
+            doc = {**doc, "health": health.to_json(), "catchup_eta_s": health.to_json()["catchup_eta_s"]}
         line = summary(view) + ("" if health is None else f", health {health.verdict}{_pace(health)}")
         # a summary is one line in JSON too: `>> file.ndjson` from cron appends one object a run
         console.emit({"event": "snapshot", **doc} if watch else doc, out, lambda: line, one_line=True)

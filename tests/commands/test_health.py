@@ -260,3 +260,12 @@ def test_cron_every_15_minutes_through_the_console_script(api_key, tmp_path):
         assert b"health STALLED meets --fail-on-health ERROR" in r.stderr
     finally:
         server.stop()
+
+
+def test_the_summary_gives_the_same_health_object_as_the_full_json(cli, sdk):
+    sid = _sid(sdk)
+    sdk.put(sid, [("k", f"v{i}") for i in range(5)])
+    sdk.group_cursor(sid, "billing", "a")
+    brief = json.loads(cli("inspect", "--summary", "--health", "-o", "json").out)["health"]
+    full = json.loads(cli("inspect", "--health", "-o", "json").out)["health"]
+    assert isinstance(brief, dict) and brief.keys() == full.keys() and brief["verdict"] == full["verdict"]
