@@ -31,7 +31,10 @@ class ScrapeTarget:
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if self.command != "HEAD":  # HEAD: the same answer, without its body
+                    self.wfile.write(body)
+
+            do_HEAD = do_GET
 
             def log_message(self, format: str, *args: object) -> None:
                 pass  # a scrape every 15 s is not news

@@ -129,6 +129,9 @@ def test_the_scrape_target_answers_while_the_watch_runs_and_is_gone_after(busy, 
                 got = samples(answer.read().decode())
             lags.append(got[_key("ocigroup_consumergroup_group_sum_lag", stream="orders", group="billing")])
         assert lags[0] < lags[1] < lags[2]  # each scrape is a later refresh
+        head = urllib.request.Request(url.group(1), method="HEAD")  # as GET, without the body
+        with urllib.request.urlopen(head, timeout=5) as answer:
+            assert answer.status == 200 and answer.read() == b"" and int(answer.headers["Content-Length"]) > 0
     finally:
         watch.send_signal(stop)
         code = watch.wait(timeout=20)
