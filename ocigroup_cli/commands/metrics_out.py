@@ -148,7 +148,7 @@ class MetricsOut:
         from ocigroup_cli.ops.metrics import points
 
         found = [p for view, health in looked for p in points(view, health)]
-        text = exposition(found)
+        text = exposition(found, (("region", s.profile.settings.region),))
         if self.poster is not None and (self.posted_ms is None or at_ms - self.posted_ms >= self.post_every_ms):
             self._post(s, found, at_ms)
             self.posted_ms = at_ms

@@ -52,8 +52,8 @@ FAMILIES = {
                "though it was used here or the profile names it; 0: it exists."),
         Family("group_catchup_seconds", "ocigroup_consumergroup_catchup_seconds",
                "Seconds until every partition has caught up (absent: one is not catching up, or nothing waits)."),
-        Family("owner", "ocigroup_consumergroup_partition_owner",
-               "The instance holding the partition (value 1; its name in the instance label).", monitored=False),
+        Family("owner", "ocigroup_consumergroup_partition_owner_info",
+               "The instance holding the partition (value 1; its name in the member label).", monitored=False),
     )
 }  # fmt: skip
 
@@ -61,7 +61,7 @@ FAMILIES = {
 @dataclass(frozen=True)
 class Point:
     key: str  # a FAMILIES key
-    labels: tuple[tuple[str, str], ...]  # (name, value), in a fixed order: stream, group, partition, instance
+    labels: tuple[tuple[str, str], ...]  # (name, value), in a fixed order: stream, group, partition, member
     value: float
 
     @property
@@ -77,10 +77,11 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def exposition(points: Iterable[Point]) -> str:
+def exposition(points: Iterable[Point], common: tuple[tuple[str, str], ...] = ()) -> str:
     """The Prometheus text format (0.0.4, which node_exporter's textfile collector reads), ending in `# EOF` as
     OpenMetrics asks (a comment to the older parsers). Families in the table's order, each with HELP and TYPE;
-    the same series twice (a partition's newest offset seen through two groups) is written once."""
+    the same series twice (a partition's newest offset seen through two groups) is written once. `common`: labels
+    every series carries first (the region, as kafka-lag-exporter's cluster_name tells clusters apart)."""
     by_family: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
     for p in points:
         by_family.setdefault(p.key, {}).setdefault(p.labels, p.value)
@@ -91,6 +92,6 @@ def exposition(points: Iterable[Point]) -> str:
             continue
         lines += [f"# HELP {family.prom} {family.help}", f"# TYPE {family.prom} gauge"]
         for labels, value in series.items():
-            text = ",".join(f'{name}="{_escape(v)}"' for name, v in labels)
+            text = ",".join(f'{name}="{_escape(v)}"' for name, v in (*common, *labels))
             lines.append(f"{family.prom}{{{text}}} {_number(value)}")
     return "\n".join([*lines, "# EOF"]) + "\n"

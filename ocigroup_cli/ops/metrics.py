@@ -35,7 +35,7 @@ def points(view: GroupView, health: Health) -> list[Point]:
         if pace is not None and pace.eta_s is not None:
             out.append(Point("catchup_seconds", at, round(pace.eta_s, 1)))
         if p.instance:
-            out.append(Point("owner", (*at, ("instance", p.instance)), 1))
+            out.append(Point("owner", (*at, ("member", p.instance)), 1))  # `instance` is Prometheus's own label
     out += [
         Point("group_lag", group, view.total_lag),  # as `lag`: counted up to the cap, so sum and max agree with it
         Point("group_max_lag", group, max((p.lag_messages for p in view.partitions), default=0)),

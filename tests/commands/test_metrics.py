@@ -24,7 +24,7 @@ from tests.helpers.service import Sdk, start_server, write_config
 
 
 def _key(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return name, tuple(sorted(labels.items()))
+    return name, tuple(sorted({"region": "us-ashburn-1", **labels}.items()))  # every series: the profile's region
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_the_exposition_holds_the_figures_of_inspect_json_value_by_value(busy, t
         assert offset == p["committed_offset"]  # absent (None) where nothing was committed
         where = {"stream": "orders", "partition": str(p["partition"])}
         assert got[_key("ocigroup_partition_latest_offset", **where)] == p["newest_offset"]
-        assert got[_key("ocigroup_consumergroup_partition_owner", instance=p["instance"], **at)] == 1
+        assert got[_key("ocigroup_consumergroup_partition_owner_info", member=p["instance"], **at)] == 1
         verdict = next(v for v in doc["health"]["partitions"] if v["partition"] == p["partition"])
         assert got[_key("ocigroup_consumergroup_group_health", **at)] == verdicts[verdict["verdict"]]
     group = {"stream": "orders", "group": "billing"}
@@ -72,9 +72,11 @@ def test_the_exposition_holds_the_figures_of_inspect_json_value_by_value(busy, t
     )
     assert got[_key("ocigroup_consumergroup_members", **group)] == 1
     assert got[_key("ocigroup_consumergroup_health", **group)] == verdicts[doc["health"]["verdict"]]
-    # no instance name on a per-partition series but the owner's info series
-    lag_labels = {labels for (name, labels) in got if name != "ocigroup_consumergroup_partition_owner"}
-    assert not any("instance" in dict(labels) for labels in lag_labels)
+    # no `instance` label anywhere (Prometheus sets its own per target), a member's name only on the _info series
+    assert not any("instance" in dict(labels) for (_, labels) in got)
+    assert {name for (name, labels) in got if "member" in dict(labels)} == {
+        "ocigroup_consumergroup_partition_owner_info"
+    }
     stdout = proc.run(["--config", config, "-o", "openmetrics", "inspect"], env)
     assert stdout.returncode == 0 and set(samples(stdout.stdout.decode())) == set(got)
     wrong = proc.run(["--config", config, "-o", "openmetrics", "streams", "list"], env)
@@ -245,7 +247,7 @@ def test_a_dead_group_stays_in_the_metrics_with_its_lag_growing_and_stopped(cli,
     assert lags == [30, 40, 50]
     assert [s[_key("ocigroup_consumergroup_health", **group)] for s in seen][1:] == [3, 3]  # STOPPED: ERROR
     assert seen[-1][_key("ocigroup_consumergroup_members", **group)] == 0
-    assert not any(name == "ocigroup_consumergroup_partition_owner" for name, _ in seen[-1])  # nobody holds it
+    assert not any(name == "ocigroup_consumergroup_partition_owner_info" for name, _ in seen[-1])  # nobody holds it
     verdict = json.loads(cli("-o", "json", "inspect", "--health").out)["health"]["verdict"]
     assert verdict == "STOPPED"
     posted = [m for m in sdk.server.httpd.api.telemetry.all() if m["name"] in ("group_lag", "group_health_severity")]
