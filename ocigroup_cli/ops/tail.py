@@ -18,6 +18,7 @@ was lost (ops/dataloss.py), or moves the group on when told to.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 
@@ -67,8 +68,10 @@ class Tail:
         sink: Sink,
         notice: Callable[[str], None],
         status: Callable[[TailStats], None] | None = None,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.client, self.stream, self.opts, self.clock = client, stream, options, clock
+        self.jitter = jitter  # a fraction of the first assignment check's interval to wait (injected in tests)
         self.sink, self.notice, self.status = sink, notice, status
         self.stats = TailStats()
         self.lock = threading.Lock()  # one request at a time: the transport and the cursor are shared
@@ -229,7 +232,9 @@ class Tail:
             self._join()
         beat = threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True)
         beat.start()
-        checked = -1e9
+        # the first look at the group after a random part of the interval: many tails started at once (a deployment)
+        # do not all call GetGroup in the same second (51 of them met 429s in the limits benchmark's minute)
+        checked = self.clock.monotonic() - ASSIGNMENT_CHECK_S * (1 - self.jitter())
         caught_up: set[int] = set()
         try:
             while True:

@@ -221,3 +221,30 @@ def test_with_manual_commits_reads_do_not_keep_the_partitions_heartbeats_do(inst
     instance("a", sid, Sink(a_batch_a_while), batch_limit=1, max_messages=20, commit_on_get=False, maxp=30).run()
     assert set(owners) == {"a"}
     assert sdk.group(sid, "g")[0].committed_offset is not None
+
+
+@pytest.mark.parametrize("share", [0.0, 0.75])
+def test_the_first_look_at_the_group_waits_a_random_part_of_its_interval(emulator, sdk, api_key, tmp_path, clock,
+                                                                          share):  # fmt: skip
+    """Tails started together (a deployment) spread their first GetGroup over the check interval (2 s)."""
+    from ocigroup_cli.ops.tail import ASSIGNMENT_CHECK_S
+
+    sid = sdk.stream(partitions=1)
+    sdk.put(sid, [("k", f"m{i}") for i in range(3)])
+    client = StreamingClient(resolve(write_config(tmp_path, api_key, emulator.url)), clock)
+    began, looked = clock.monotonic(), []
+
+    def notice(text: str) -> None:
+        if text.startswith("partitions held") and not looked:
+            looked.append(clock.monotonic() - began)
+
+    def slow(batch):
+        hold_up(clock, 0.5)  # the loop goes on in time: reads, then idles
+
+    tail = Tail(client, client.get_stream(sid), options("j", max_messages=3, batch_limit=1), clock, Sink(slow),
+                notice, jitter=lambda: share)  # fmt: skip
+    try:
+        tail.run()
+    finally:
+        client.close()
+    assert looked and share * ASSIGNMENT_CHECK_S <= looked[0] < share * ASSIGNMENT_CHECK_S + 0.6, looked
