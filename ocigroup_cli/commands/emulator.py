@@ -144,9 +144,10 @@ def _bind(config: ServerConfig) -> EmulatorServer:
     from ocigroup_cli.core.clock import ManualClock, SystemClock
     from ocigroup_cli.emulator.server import EmulatorServer
 
-    clock = ManualClock(SystemClock().time_ms()) if config.test_mode else SystemClock()
+    real = SystemClock()  # the rates and the lifecycle: real time, even when the test clock stands still
+    clock = ManualClock(real.time_ms()) if config.test_mode else real
     try:
-        return EmulatorServer(config, clock)
+        return EmulatorServer(config, clock, real)
     except ValueError as exc:
         raise UsageError(f"--trusted-key: not a usable RSA key PEM ({exc}).") from None
     except sqlite3.Error as exc:

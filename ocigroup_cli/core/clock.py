@@ -11,6 +11,10 @@ import threading
 import time
 from typing import Protocol
 
+# The header an emulator in test mode puts on every answer: what its test clock reads (ms since the epoch). A real
+# service never sends it; the CLI learns from it that an endpoint keeps a clock of its own (ops/testclock.py).
+TEST_CLOCK_HEADER = "x-emulator-test-clock-ms"
+
 
 class Clock(Protocol):
     def time_ms(self) -> int:
