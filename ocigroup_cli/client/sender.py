@@ -24,6 +24,8 @@ from ocigroup_cli.core.clock import TEST_CLOCK_HEADER, Clock
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import ConfigError, OcigroupError, Throttled, TransientError
 
+EMULATOR_CLOCK_TIMEOUT_S = 2.0
+
 
 @dataclass(frozen=True)
 class Waiting:
@@ -85,6 +87,17 @@ class Sender:
     def close(self) -> None:
         for t in self._transports.values():
             t.close()
+
+    def emulator_clock(self) -> Response:
+        """GET /_emulator/clock at the profile's endpoint: one try, no retry (ops/testclock.py asks it only of an
+        endpoint known to be an emulator in test mode). OSError or HTTPException when nothing answers."""
+        endpoint = self.admin_url
+        context = tls.context(self.profile.settings.cert_bundle) if endpoint.startswith("https:") else None
+        transport = Transport(endpoint, self.creds.signer, context, version="")
+        try:
+            return transport.request("GET", "/_emulator/clock", timeout=EMULATOR_CLOCK_TIMEOUT_S)
+        finally:
+            transport.close()
 
     @property
     def admin_url(self) -> str:

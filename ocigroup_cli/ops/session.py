@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 from ocigroup_cli.client.streaming import StreamingClient, Waiting
 from ocigroup_cli.config import Profile
-from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.clock import Clock, ServiceClock
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import OcigroupError
-from ocigroup_cli.ops import local, target
+from ocigroup_cli.ops import local, target, testclock
 
 DROPPED = "the stream's cached location was dropped; if it was recreated, run again"
 
@@ -64,6 +64,11 @@ class Session:
             return fresh
 
     @property
+    def clock(self) -> Clock:
+        """The command's clock: real time, and the emulator's "now" where it is one in test mode (ops/testclock.py)."""
+        return self.client.clock
+
+    @property
     def waiting(self) -> Waiting | None:
         """The request in flight, for a status display."""
         return self.client.waiting
@@ -86,7 +91,9 @@ def open_session(
 ) -> Session:
     if profile.local:
         local.ensure_running(clock, notice)
-    client = StreamingClient(profile, clock, trace=trace)
+    service = ServiceClock(clock.base if isinstance(clock, ServiceClock) else clock)
+    client = StreamingClient(profile, service, trace=trace)
+    testclock.attach(client, service)
     session = Session(profile, client, options=options)
     client.on_stream_missing = session.stream_missing
     return session

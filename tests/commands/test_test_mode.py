@@ -1,5 +1,5 @@
 """The CLI against `ocigroup emulator serve --test-mode` (a process), through the installed script: the stream's
-cached location after the emulator's reset."""
+cached location after the emulator's reset, and ages measured against the emulator's test clock."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import pytest
 
 from tests.helpers import cli as proc
 from tests.helpers.service import admin_call, serve_process, write_config
+
+DAY = 86_400_000
 
 
 @pytest.fixture
@@ -41,3 +43,16 @@ def test_a_command_after_the_emulators_reset_finds_the_stream_made_again(test_mo
     assert admin_call(url, "/_emulator/reset", {}) == {"reset": True}  # not made again: the command says so
     gone = proc.run(["publish", "d"], env)
     assert gone.returncode == 1 and "no active stream named 'orders'" in gone.stderr.decode()
+
+
+def test_inspect_measures_time_lag_on_the_emulators_clock(test_mode):
+    url, env = test_mode
+    past = admin_call(url, "/_emulator/clock")["nowMs"] - 3 * DAY  # a test clock three days back, stopped
+    admin_call(url, "/_emulator/clock", {"setMs": past})
+    ok(["streams", "create", "orders", "--partitions", "1"], env)
+    ok(["cursor", "create", "--instance", "reader"], env)  # group billing, at the start
+    ok(["publish", "first", "second"], env)
+    admin_call(url, "/_emulator/clock", {"advanceMs": 90_000})  # its messages wait 90 s on the emulator's clock
+    view = json.loads(ok(["inspect", "billing", "-o", "json"], env))
+    lag = view["partitions"][0]["time_lag_s"]
+    assert 90 <= lag < 120, view  # seconds, not the three days between the emulator's clock and this machine's
