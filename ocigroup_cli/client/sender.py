@@ -20,9 +20,11 @@ from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.transport import API_VERSION, Response, Transport
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core import backoff
-from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.clock import TEST_CLOCK_HEADER, Clock
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import ConfigError, OcigroupError, Throttled, TransientError
+
+EMULATOR_CLOCK_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,16 @@ class Sender:
         # shared by clones: the service's rates count the whole process's requests
         self.pacer = pacer or Pacer(clock, on=bool(profile.settings.pace_requests))
         self._transports: dict[str, Transport] = {}
-        self.on_stream_missing: Callable[[], None] | None = None  # called on a 404 for a stream's own path
+        # a 404 for a request under a stream: the stream found instead, to send it to once more (client/streaming.py)
+        self.on_stream_missing: Callable[[StreamInfo, OcigroupError], StreamInfo | None] | None = None
+        self.on_service_time: Callable[[int], None] | None = None  # an answer told the service's own clock (ms)
         self.waiting: Waiting | None = None  # the request in flight (read by a status display thread)
 
     def clone(self) -> Self:
-        """Another client with the same profile and credentials but its own connections (one per thread)."""
-        return type(self)(self.profile, self.clock, self.trace, random.Random(), self.creds, self.pacer)
+        """Another client with the same profile, credentials and hooks but its own connections (one per thread)."""
+        other = type(self)(self.profile, self.clock, self.trace, random.Random(), self.creds, self.pacer)
+        other.on_stream_missing, other.on_service_time = self.on_stream_missing, self.on_service_time
+        return other
 
     @property
     def creds(self) -> Credentials:
@@ -81,6 +87,17 @@ class Sender:
     def close(self) -> None:
         for t in self._transports.values():
             t.close()
+
+    def emulator_clock(self) -> Response:
+        """GET /_emulator/clock at the profile's endpoint: one try, no retry (ops/testclock.py asks it only of an
+        endpoint known to be an emulator in test mode). OSError or HTTPException when nothing answers."""
+        endpoint = self.admin_url
+        context = tls.context(self.profile.settings.cert_bundle) if endpoint.startswith("https:") else None
+        transport = Transport(endpoint, self.creds.signer, context, version="")
+        try:
+            return transport.request("GET", "/_emulator/clock", timeout=EMULATOR_CLOCK_TIMEOUT_S)
+        finally:
+            transport.close()
 
     @property
     def admin_url(self) -> str:
@@ -162,6 +179,9 @@ class Sender:
         rid = resp.headers.get("opc-request-id")
         if self.trace:
             self.trace(f"{operation}: {resp.status} (opc-request-id {rid})")
+        told = resp.headers.get(TEST_CLOCK_HEADER)
+        if told is not None and told.isdigit() and self.on_service_time is not None:
+            self.on_service_time(int(told))
         if 200 <= resp.status < 300:
             return resp
         try:
@@ -173,8 +193,4 @@ class Sender:
         else:
             code, message = None, resp.body.decode("utf-8", "replace")[:200]
         failure = service_failure(operation, resp.status, code, message, rid, bool(query and "cursor" in query))
-        stream_path = path.startswith("/streams/") and "/groups/" not in path  # a missing group is no sign
-        if resp.status == 404 and stream_path and self.on_stream_missing is not None:
-            self.on_stream_missing()
-            failure.hint = "the stream's cached location was dropped; if it was recreated, run again"
         return failure, retry_after(resp.headers, message)

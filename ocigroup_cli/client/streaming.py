@@ -18,7 +18,7 @@ from ocigroup_cli.client.sender import Sender, Waiting
 from ocigroup_cli.client.transport import Response
 from ocigroup_cli.core.models import Message, PutResult, Reservation, StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
-from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.errors import NotFound, OcigroupError
 
 __all__ = ["StreamingClient", "Waiting", "stream_info"]
 
@@ -39,6 +39,10 @@ def stream_info(s: dict[str, Any]) -> StreamInfo:
 
 class StreamingClient(Sender):
     """The operations a CLI needs, admin (streams) and data plane (messages, cursors, groups)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._moved: dict[str, StreamInfo] = {}  # a stream's id -> where its calls go now (see _data)
 
     # -- admin ----------------------------------------------------------------------------------------------
 
@@ -84,9 +88,21 @@ class StreamingClient(Sender):
     # -- data plane -----------------------------------------------------------------------------------------
 
     def _data(self, operation: str, stream: StreamInfo, method: str, action: str, **kw: Any) -> Response:
-        return self.request(
-            operation, self.messages_url(stream), method, f"/streams/{quote(stream.id, safe='')}/{action}", **kw
-        )
+        """A data-plane call under `stream`. A 404 asks `on_stream_missing` whether the stream is somewhere else now
+        (a cached location gone stale: the stream deleted and made again, an emulator reset): from then on this
+        client sends there, and the call is sent there once more unless it carries the old stream's cursor."""
+        stream = self._moved.get(stream.id, stream)
+        try:
+            return self.request(operation, self.messages_url(stream), method, _under(stream, action), **kw)
+        except NotFound as exc:
+            fresh = None if self.on_stream_missing is None else self.on_stream_missing(stream, exc)
+            if fresh is None:
+                raise
+            self._moved[stream.id] = fresh
+            if "cursor" in (kw.get("query") or {}):  # the old stream's cursor means nothing to the new one
+                exc.hint = f"stream {fresh.name!r} was made again (a new OCID): run again"
+                raise
+        return self.request(operation, self.messages_url(fresh), method, _under(fresh, action), **kw)
 
     def put(self, stream: StreamInfo, entries: list[tuple[bytes | None, bytes]]) -> list[PutResult]:
         """At least once: a retry after a lost answer may store a batch twice, never zero times."""
@@ -228,6 +244,10 @@ class StreamingClient(Sender):
             body["time"] = ms_to_rfc3339(time_ms)
         path = f"groups/{quote(group, safe='')}"
         self._data("UpdateGroup", stream, "PUT", path, body=body, budget=("UpdateGroup", stream.id, group))
+
+
+def _under(stream: StreamInfo, action: str) -> str:
+    return f"/streams/{quote(stream.id, safe='')}/{action}"
 
 
 def _committed(value: Any) -> int | None:

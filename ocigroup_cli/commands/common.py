@@ -70,6 +70,7 @@ def session(ctx: typer.Context, profile: Profile) -> Session:
     s = open_session(profile, g.clock, console.notice, trace=console.notice if g.verbose else None,
                      options=g.repeated())  # fmt: skip
     ctx.call_on_close(s.close)
+    g.clock = s.clock  # "now" from here on: the emulator's where it is one in test mode (ops/testclock.py)
     for warning in s.warnings:
         console.warn(warning)
     _show_waiting(ctx, s, g.clock)

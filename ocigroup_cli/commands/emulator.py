@@ -50,7 +50,13 @@ MinusOne = Annotated[
 Faults = Annotated[str, typer.Option(help="Inject faults, e.g. '429=0.05,503=0.02,drop=0.01,drop-after=0.01'.")]
 Latency = Annotated[float, typer.Option(help="Add this much latency to every request.", min=0)]
 Seed = Annotated[int, typer.Option(help="Seed for fault injection.")]
-TestMode = Annotated[bool, typer.Option(help="Manual clock and admin endpoints (/_emulator/clock, /_emulator/reset).")]
+TestMode = Annotated[
+    bool,
+    typer.Option(
+        help="A test clock for service time, moved by hand, and admin endpoints (/_emulator/clock, /_emulator/reset); "
+        "the rates and streams' lifecycle stay on real time."
+    ),
+]
 Fsync = Annotated[bool, typer.Option(help="fsync every commit (survives power loss, not only kill -9).")]
 TlsCert = Annotated[Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (chain); needs --tls-key.")]
 TlsKey = Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")]
@@ -144,9 +150,10 @@ def _bind(config: ServerConfig) -> EmulatorServer:
     from ocigroup_cli.core.clock import ManualClock, SystemClock
     from ocigroup_cli.emulator.server import EmulatorServer
 
-    clock = ManualClock(SystemClock().time_ms()) if config.test_mode else SystemClock()
+    real = SystemClock()  # the rates and the lifecycle: real time, even when the test clock stands still
+    clock = ManualClock(real.time_ms()) if config.test_mode else real
     try:
-        return EmulatorServer(config, clock)
+        return EmulatorServer(config, clock, real)
     except ValueError as exc:
         raise UsageError(f"--trusted-key: not a usable RSA key PEM ({exc}).") from None
     except sqlite3.Error as exc:

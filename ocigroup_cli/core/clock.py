@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
+
+# The header an emulator in test mode puts on every answer: what its test clock reads (ms since the epoch). A real
+# service never sends it; the CLI learns from it that an endpoint keeps a clock of its own (ops/testclock.py).
+TEST_CLOCK_HEADER = "x-emulator-test-clock-ms"
 
 
 class Clock(Protocol):
@@ -121,3 +126,50 @@ class ManualClock:
     def set_ms(self, ms: int) -> None:
         with self._cond:
             self._ms = ms
+
+
+class ServiceClock:
+    """A command's clock: real time (`base`) for waits and intervals, and the service's "now" for ages and lags.
+
+    Against a real service the two are one. An emulator in test mode keeps a clock of its own (set days back to
+    build history, or stopped): then "now" is `base` shifted by the difference, read once per command: from `ask`
+    at the first `time_ms` (set only for an endpoint known to be such an emulator), else from the first answer that
+    tells it (`heard`: the emulator's TEST_CLOCK_HEADER). The shift is fixed from then on: real time passes on it
+    for the rest of the command, whether the emulator's clock runs or not.
+    """
+
+    def __init__(self, base: Clock, ask: Callable[[], int | None] | None = None) -> None:
+        self.base = base
+        self.ask = ask
+        self._shift_ms: int | None = None
+        self._asked = False
+        self._lock = threading.RLock()
+
+    @property
+    def shifted(self) -> bool:
+        """Whether "now" is a service's clock of its own."""
+        return self._shift_ms is not None
+
+    def heard(self, service_ms: int) -> None:
+        """The service's clock read `service_ms` just now; the first reading counts."""
+        with self._lock:
+            if self._shift_ms is None:
+                self._shift_ms = service_ms - self.base.time_ms()
+
+    def time_ms(self) -> int:
+        with self._lock:
+            if self._shift_ms is None and self.ask is not None and not self._asked:
+                self._asked = True
+                answer = self.ask()
+                if answer is not None:
+                    self.heard(answer)
+            return self.base.time_ms() + (self._shift_ms or 0)
+
+    def monotonic(self) -> float:
+        return self.base.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        self.base.sleep(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return self.base.wait(event, seconds)

@@ -88,6 +88,7 @@ FILES = (
     File("local/key.pem, local/key_public.pem", "The local profile's API key pair, made on first use (mode 0600)."),
     File("local/lock", "Taken while the local profile makes its key pair, emulator and stream (first use)."),
     File("streams.json", "Cached stream locations (OCID, partitions, messages endpoint)."),
+    File("test-clocks.json", "Endpoints known to be emulators in test mode, whose clock gives the ages and lags."),
     File("resets/", "A JSON record of every reset --execute."),
     File(
         "exports/",

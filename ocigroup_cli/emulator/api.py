@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ocigroup_cli import __version__
-from ocigroup_cli.core.clock import ManualClock
+from ocigroup_cli.core.clock import TEST_CLOCK_HEADER, ManualClock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.emulator.auth import Verifier
 from ocigroup_cli.emulator.backend import Backend, Messages
@@ -94,6 +94,8 @@ class Api:
             response = Response(500, json.dumps(body_out).encode())
         response.headers.setdefault("content-type", "application/json")
         response.headers["opc-request-id"] = request_id
+        if self.admin:  # test mode: every answer says what the test clock reads (the CLI measures ages against it)
+            response.headers[TEST_CLOCK_HEADER] = str(self.backend.clock.time_ms())
         return response
 
     def _route(
@@ -195,27 +197,33 @@ class Api:
             return self._json({"service": HEALTH_SERVICE, "version": __version__, "pid": os.getpid(), "data": data})
         if (method, path) == ("GET", "/metrics"):  # what PostMetricData took, for tests and rehearsals to read back
             return self._json(self.telemetry.all())
-        clock = self.backend.clock
         if not self.admin:
             raise ServiceError(404, "NotFound", "Admin endpoints are enabled only with --test-mode.")
         if (method, path) == ("POST", "/reset"):
             self.backend.store.wipe()
             self.storage.wipe()
+            self.backend.rates.clear()
             return self._json({"reset": True})
-        if (method, path) == ("POST", "/clock"):
-            if not isinstance(clock, ManualClock):
-                raise ServiceError(404, "NotFound", "The clock can be moved only with --test-mode.")
-            request = json_body(body) or {}
-            try:
-                if "setMs" in request:
-                    clock.set_ms(int(request["setMs"]))
-                clock.advance_ms(int(request.get("advanceMs", 0)))
-            except (TypeError, ValueError):
-                raise invalid("'setMs' and 'advanceMs' must be integers (milliseconds).") from None
-            if "running" in request:  # let time run from where it was set (real seconds pass as service seconds)
-                clock.run(bool(request["running"]))
-            return self._json({"nowMs": clock.time_ms(), "running": clock.running})
+        if path == "/clock" and method in ("GET", "POST"):
+            return self._clock(json_body(body) or {} if method == "POST" else {})
         raise ServiceError(404, "NotFound", f"No such admin API: {method} {path}")
+
+    def _clock(self, request: Any) -> Response:
+        """The test clock: moved (`setMs`, `advanceMs`), let run or stopped (`running`), and read (GET: `{}`)."""
+        clock = self.backend.clock
+        if not isinstance(clock, ManualClock):
+            raise ServiceError(404, "NotFound", "The clock can be moved only with --test-mode.")
+        if not isinstance(request, dict):
+            raise invalid('The body must be an object: {"setMs": T, "advanceMs": N, "running": true}.')
+        try:
+            if "setMs" in request:
+                clock.set_ms(int(request["setMs"]))
+            clock.advance_ms(int(request.get("advanceMs", 0)))
+        except (TypeError, ValueError):
+            raise invalid("'setMs' and 'advanceMs' must be integers (milliseconds).") from None
+        if "running" in request:  # let time run from where it was set (real seconds pass as service seconds)
+            clock.run(bool(request["running"]))
+        return self._json({"nowMs": clock.time_ms(), "running": clock.running})
 
     def close(self) -> None:
         self.storage.close()

@@ -1,8 +1,10 @@
 """Service semantics: one method per OCI Streaming operation, each one SQLite transaction.
 
 Methods take parsed JSON / query values and return wire-shaped results; the HTTP layer only parses and
-serialises. `now` is read once per request from the injected clock. This module has the cursors, the reads and
-the consumer groups; writes and rates are in emulator/produce.py, the stream admin calls in emulator/streams.py.
+serialises. `now` is read once per request from the injected clock: the service's time (the test clock in
+`--test-mode`), for messages, retention, cursors, reservations and groups; the rates read the real clock
+(emulator/produce.py). This module has the cursors, the reads and the consumer groups; writes and rates are in
+emulator/produce.py, the stream admin calls in emulator/streams.py.
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ class Messages:
 
 
 class Backend(Producer):
-    def __init__(self, store: Store, clock: Clock, options: Options | None = None, endpoint: str = "") -> None:
-        super().__init__(store, clock, options, endpoint)
+    def __init__(
+        self, store: Store, clock: Clock, options: Options | None = None, endpoint: str = "", real: Clock | None = None
+    ) -> None:
+        super().__init__(store, clock, options, endpoint, real)
         self.cursors = CursorCodec(store.meta_secret("cursor-secret", secrets.token_bytes(32)))
 
     # -- data plane: messages and partition cursors -------------------------------------------------------
@@ -55,7 +59,7 @@ class Backend(Producer):
         body = validate.body_object(body)
         kind = validate.choice(body, "type", CURSOR_TYPES, required=True)
         now = self.clock.time_ms()
-        self._limit(now, "CreateCursor", stream_id)
+        self._limit("CreateCursor", stream_id)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             p = validate.partition_id(body.get("partition"), stream.partitions)
@@ -83,7 +87,7 @@ class Backend(Producer):
             stream = self._active(db, stream_id)
             cutoff = log.retention_cutoff(now, stream.retention_hours)
             if isinstance(cursor, PartitionCursor):
-                self._check_read_rate(stream_id, "", [cursor.partition], now)
+                self._check_read_rate(stream_id, "", [cursor.partition])
                 if log.lost_at(db, stream.sk, cursor.partition, cursor.offset, cutoff):
                     raise retention_lost()  # as a group's read is: messages at or after the cursor expired
                 rows = list(log.read(db, stream.sk, cursor.partition, cursor.offset, cutoff, max_count, budget))
@@ -98,7 +102,7 @@ class Backend(Producer):
             if mine:
                 turn = cursor.turn % len(mine)
                 mine = mine[turn:] + mine[:turn]
-            self._check_read_rate(stream_id, cursor.group, mine, now)
+            self._check_read_rate(stream_id, cursor.group, mine)
             positions = self._positions(cursor, slots)
             if any(log.lost_at(db, stream.sk, p, positions[p][1], cutoff) for p in mine):
                 raise retention_lost()
@@ -128,7 +132,7 @@ class Backend(Producer):
         commit_on_get = validate.boolean(body, "commitOnGet", True)
         assert group is not None and kind is not None and timeout is not None
         now = self.clock.time_ms()
-        self._limit(now, "CreateGroupCursor", stream_id, group)
+        self._limit("CreateGroupCursor", stream_id, group)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             retention = stream.retention_hours * log.HOUR_MS
@@ -155,7 +159,7 @@ class Backend(Producer):
         cursor = self.cursors.decode(token, stream_id, now)
         if not isinstance(cursor, GroupCursor):
             raise invalid("This operation needs a group cursor (from CreateGroupCursor), not a partition cursor.")
-        self._limit(now, "ConsumerCommit" if commit else "ConsumerHeartbeat", stream_id, cursor.group)
+        self._limit("ConsumerCommit" if commit else "ConsumerHeartbeat", stream_id, cursor.group)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             slots = self._join(db, stream, cursor, now)
@@ -167,7 +171,7 @@ class Backend(Producer):
 
     def get_group(self, stream_id: str, group: str) -> dict[str, Any]:
         now = self.clock.time_ms()
-        self._limit(now, "GetGroup", stream_id, group)
+        self._limit("GetGroup", stream_id, group)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             self._existing_group(db, stream, group, now)
@@ -196,7 +200,7 @@ class Backend(Producer):
                 raise invalid("UpdateGroup needs 'type' (TRIM_HORIZON, LATEST or AT_TIME).")
             kind = "AT_TIME"
         now = self.clock.time_ms()
-        self._limit(now, "UpdateGroup", stream_id, group)
+        self._limit("UpdateGroup", stream_id, group)
         with self.store.transaction() as db:
             stream = self._active(db, stream_id)
             self._existing_group(db, stream, group, now)
@@ -257,10 +261,10 @@ class Backend(Producer):
             if not groups.held_throughout(slots.get(p), instance, v[0]) or slots[p].epoch == v[0]
         }
 
-    def _check_read_rate(self, stream_id: str, group: str, partitions: list[int], now: int) -> None:
+    def _check_read_rate(self, stream_id: str, group: str, partitions: list[int]) -> None:
         if not self.options.rate_limits:
             return
-        wait, p = self.rates.wait_get_ms(stream_id, group, partitions, now)
+        wait, p = self.rates.wait_get_ms(stream_id, group, partitions, self.rate_ms())
         if wait:
             by = f" by group {group!r}" if group else ""
             raise too_many_requests(f"more than 5 GetMessages per second on partition {p}{by}", wait)

@@ -1,7 +1,8 @@
 """The service's limits as the emulator applies them, and its rate limits (on by default, as on the service).
 
-Rate state lives in memory, measured on the emulator's clock (service time: a test that moves the clock moves
-the windows too):
+Rate state lives in memory, measured on the emulator's real clock (its monotonic time, in ms: a test clock set or
+stopped by hand in `--test-mode` does not move the windows; an embedding that gives the emulator one clock for both,
+as the in-process tests do, moves them with it):
 - 5 requests per second per operation and scope for CreateCursor, CreateGroupCursor, GetGroup, UpdateGroup,
   ConsumerCommit, ConsumerHeartbeat and the stream admin calls; the limits page does not say per what, so the
   scope is the stream (cursors, admin calls) and the group (group calls), as the reference assumes;
@@ -45,6 +46,12 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._calls: dict[Hashable, deque[int]] = defaultdict(deque)
         self._writes: dict[tuple[str, int], tuple[float, int]] = {}
+
+    def clear(self) -> None:
+        """Forget every window and bucket (the admin reset: a new world starts with its full rates)."""
+        with self._lock:
+            self._calls.clear()
+            self._writes.clear()
 
     def wait_ms(self, key: Hashable, now_ms: int, per_second: int = CALLS_PER_SECOND) -> int:
         """0 when a request under `key` may go now (and it is counted), else how many ms until one may."""

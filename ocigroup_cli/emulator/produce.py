@@ -1,6 +1,6 @@
 """The emulator's writes (PutMessages, within each partition's write rate) and the rates every other call counts
 against (a 429 past them), above the stream admin calls (emulator/streams.py) and below the reads and consumer
-groups (emulator/backend.py)."""
+groups (emulator/backend.py). The rates are measured on real time (`real`), a message's time on the service's."""
 
 from __future__ import annotations
 
@@ -38,10 +38,16 @@ class Options:
 
 
 class Producer(Streams):
-    def __init__(self, store: Store, clock: Clock, options: Options | None = None, endpoint: str = "") -> None:
+    def __init__(
+        self, store: Store, clock: Clock, options: Options | None = None, endpoint: str = "", real: Clock | None = None
+    ) -> None:
         self.options = options or Options()
-        super().__init__(store, clock, self.options.region, endpoint, self.options.transition_ms)
+        super().__init__(store, clock, self.options.region, endpoint, self.options.transition_ms, real)
         self.rates = RateLimiter()
+
+    def rate_ms(self) -> int:
+        """Now for the rates: the real clock's monotonic time, in ms (a test clock moved by hand never counts)."""
+        return round(self.real.monotonic() * 1000)
 
     def put_messages(self, stream_id: str, body: Any) -> dict[str, Any]:
         items = validate.body_object(body).get("messages")
@@ -79,7 +85,7 @@ class Producer(Streams):
             for i, (raw_key, *_rest) in enumerate(parsed):
                 by_partition[log.partition_for_key(raw_key, stream.partitions)].append(i)
             results: list[dict[str, Any]] = [{} for _ in parsed]
-            stored = self._within_write_rate(stream_id, by_partition, parsed, results, now)
+            stored = self._within_write_rate(stream_id, by_partition, parsed, results, self.rate_ms())
             cutoff = log.retention_cutoff(now, stream.retention_hours)
             for p, idx in sorted(stored.items()):
                 log.purge_expired(db, stream.sk, p, cutoff)
@@ -129,26 +135,26 @@ class Producer(Streams):
             raise too_many_requests("every partition of this request is over its write rate of 1 MB/s", 1000)
         return stored
 
-    def _limit(self, now: int, operation: str, *scope: str) -> None:
-        """429 when `operation` is over its 5 requests per second in `scope`."""
-        if self.options.rate_limits and (wait := self.rates.wait_ms((operation, *scope), now)):
+    def _limit(self, operation: str, *scope: str) -> None:
+        """429 when `operation` is over its 5 requests per second in `scope` (real time)."""
+        if self.options.rate_limits and (wait := self.rates.wait_ms((operation, *scope), self.rate_ms())):
             raise too_many_requests(f"more than 5 {operation} requests per second", wait)
 
     # -- admin: the stream calls count against their own rates ---------------------------------------------
 
     def create_stream(self, body: Any) -> tuple[dict[str, Any], str]:
         compartment = body.get("compartmentId") or body.get("streamPoolId") if isinstance(body, dict) else None
-        self._limit(self.clock.time_ms(), "CreateStream", str(compartment))
+        self._limit("CreateStream", str(compartment))
         return super().create_stream(body)
 
     def get_stream(self, stream_id: str) -> dict[str, Any]:
-        self._limit(self.clock.time_ms(), "GetStream", stream_id)
+        self._limit("GetStream", stream_id)
         return super().get_stream(stream_id)
 
     def list_streams(self, query: dict[str, str]) -> tuple[list[dict[str, Any]], str | None]:
-        self._limit(self.clock.time_ms(), "ListStreams", query.get("compartmentId") or query.get("streamPoolId", ""))
+        self._limit("ListStreams", query.get("compartmentId") or query.get("streamPoolId", ""))
         return super().list_streams(query)
 
     def delete_stream(self, stream_id: str) -> str:
-        self._limit(self.clock.time_ms(), "DeleteStream", stream_id)
+        self._limit("DeleteStream", stream_id)
         return super().delete_stream(stream_id)

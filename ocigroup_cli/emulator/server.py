@@ -238,13 +238,19 @@ class _HttpServer6(_HttpServer):
 
 
 class EmulatorServer:
-    """Bind, then `start()` in a thread (tests) or `serve_forever()` (the CLI); `url` is the endpoint."""
+    """Bind, then `start()` in a thread (tests) or `serve_forever()` (the CLI); `url` is the endpoint.
 
-    def __init__(self, config: ServerConfig, clock: Clock | None = None) -> None:
+    `clock` is the service's time (messages, retention, cursors, reservations, groups: the test clock in
+    `--test-mode`); `real_clock` is real time, which the rates and the streams' lifecycle run on. Without a
+    `real_clock` both are `clock`: an embedding whose clients share the emulator's one clock (the in-process tests,
+    whose clients wait on that clock too) has one time for everything."""
+
+    def __init__(self, config: ServerConfig, clock: Clock | None = None, real_clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
+        self.real_clock = real_clock or self.clock
         self.store = Store(config.data, fsync=config.fsync)
-        self.backend = Backend(self.store, self.clock, config.options)
+        self.backend = Backend(self.store, self.clock, config.options, real=self.real_clock)
         verifier = None
         if config.auth:
             # the date window is about the client's clock against real time, even when service time is manual

@@ -150,6 +150,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX retention_rules_by_bucket ON retention_rules (bucket, created_ms);
         """,
     ),
+    (
+        # a work request's progress runs on real time (settles_ms), its times shown on the service's (finished_ms)
+        "0004_work_requests_settle_on_real_time",
+        """
+        ALTER TABLE work_requests ADD COLUMN settles_ms INTEGER NOT NULL DEFAULT 0;
+        UPDATE work_requests SET settles_ms = finished_ms;
+        """,
+    ),
 ]
 OBJECT_STORAGE_TABLES = ("buckets", "objects", "uploads", "upload_parts", "retention_rules")
 

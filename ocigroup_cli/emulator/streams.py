@@ -4,6 +4,10 @@ stream lookup.
 As on the service, CreateStream and DeleteStream answer at once with the stream CREATING or DELETING and an
 `opc-work-request-id`; the state settles `transition_ms` later (worked out from the time when a stream is read:
 there is no background thread). The work request (GetWorkRequest, ListWorkRequests) follows the same times.
+
+Two clocks: `clock` is the service's time (timeCreated, a deleted stream's record, a work request's times shown),
+the test clock in `--test-mode`; `real` is real time, on which the lifecycle settles, so that a stopped test clock
+does not leave a stream CREATING for good (docs/emulator.md, "Which clock").
 """
 
 from __future__ import annotations
@@ -38,10 +42,10 @@ class StreamRow:
     created_ms: int
     deleted_ms: int | None
     tags: str
-    settles_ms: int  # when `state` takes effect; until then the stream is CREATING (or DELETING)
+    settles_ms: int  # when `state` takes effect (real time); until then the stream is CREATING (or DELETING)
 
-    def lifecycle(self, now_ms: int) -> str:
-        if now_ms >= self.settles_ms:
+    def lifecycle(self, real_ms: int) -> str:
+        if real_ms >= self.settles_ms:
             return self.state
         return "DELETING" if self.state == "DELETED" else "CREATING"
 
@@ -53,10 +57,17 @@ WORK_REQUEST_TYPES = {"CREATE": "CREATE_STREAM", "DELETE": "DELETE_STREAM"}
 
 class Streams:
     def __init__(
-        self, store: Store, clock: Clock, region: str, endpoint: str, transition_ms: int = DEFAULT_TRANSITION_MS
+        self,
+        store: Store,
+        clock: Clock,
+        region: str,
+        endpoint: str,
+        transition_ms: int = DEFAULT_TRANSITION_MS,
+        real: Clock | None = None,
     ) -> None:
         self.store = store
-        self.clock = clock
+        self.clock = clock  # the service's time: the test clock in --test-mode
+        self.real = real or clock  # real time: the lifecycle and (emulator/produce.py) the rates
         self.region = region
         self.transition_ms = transition_ms
         self.endpoint = endpoint  # the emulator's own base URL, reported as messagesEndpoint
@@ -73,7 +84,7 @@ class Streams:
 
     def _active(self, db: sqlite3.Connection, stream_id: str) -> StreamRow:
         stream = self._row(db, stream_id)
-        state = None if stream is None else stream.lifecycle(self.clock.time_ms())
+        state = None if stream is None else stream.lifecycle(self.real.time_ms())
         if stream is None or state in ("DELETING", "DELETED"):
             raise not_found(f"Stream {stream_id} was not found (or is not ACTIVE).")
         if state != "ACTIVE":
@@ -88,7 +99,7 @@ class Streams:
             "retentionInHours": s.retention_hours,
             "compartmentId": s.compartment_id,
             "streamPoolId": s.pool_id,
-            "lifecycleState": s.lifecycle(self.clock.time_ms()),
+            "lifecycleState": s.lifecycle(self.real.time_ms()),
             "timeCreated": ms_to_rfc3339(s.created_ms),
             "messagesEndpoint": self.endpoint,
             "freeformTags": json.loads(s.tags),
@@ -114,7 +125,7 @@ class Streams:
         if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
             raise invalid("'freeformTags' must be an object of strings.")
         stream_id = f"ocid1.stream.oc1.{self.region}.amaaaaaa{secrets.token_hex(20)}"
-        now = self.clock.time_ms()
+        now, real = self.clock.time_ms(), self.real.time_ms()
         with self.store.transaction() as db:
             cur = db.execute(
                 "INSERT INTO streams (id, name, compartment_id, pool_id, partitions, retention_hours, state,"
@@ -128,7 +139,7 @@ class Streams:
                     retention,
                     now,
                     json.dumps(tags),
-                    now + self.transition_ms,
+                    real + self.transition_ms,
                 ),
             )
             db.executemany(
@@ -136,7 +147,7 @@ class Streams:
             )
             row = self._row(db, stream_id)
             assert row is not None
-            work = self._work_request(db, "CREATE", row, now)
+            work = self._work_request(db, "CREATE", row, now, real)
         return {**self._json(row), "lifecycleState": "CREATING"}, work
 
     def get_stream(self, stream_id: str) -> dict[str, Any]:
@@ -148,34 +159,35 @@ class Streams:
 
     def delete_stream(self, stream_id: str) -> str:
         """Delete the stream's contents at once; its record goes DELETING, then DELETED. The work request's id."""
-        now = self.clock.time_ms()
+        now, real = self.clock.time_ms(), self.real.time_ms()
         with self.store.transaction() as db:
             row = self._row(db, stream_id)
             if row is None or row.state == "DELETED":
                 raise not_found()
-            if row.lifecycle(now) == "CREATING":
+            if row.lifecycle(real) == "CREATING":
                 raise ServiceError(409, "IncorrectState", f"Stream {stream_id} is CREATING; delete it once ACTIVE.")
             for table in ("partitions", "messages", "groups", "group_partitions", "instances"):
                 db.execute(f"DELETE FROM {table} WHERE sk = ?", (row.sk,))
             db.execute(
                 "UPDATE streams SET state = 'DELETED', deleted_ms = ?, settles_ms = ? WHERE sk = ?",
-                (now, now + self.transition_ms, row.sk),
+                (now, real + self.transition_ms, row.sk),
             )
-            return self._work_request(db, "DELETE", row, now)
+            return self._work_request(db, "DELETE", row, now, real)
 
     # -- work requests --------------------------------------------------------------------------------------
 
-    def _work_request(self, db: sqlite3.Connection, kind: str, row: StreamRow, now: int) -> str:
+    def _work_request(self, db: sqlite3.Connection, kind: str, row: StreamRow, now: int, real: int) -> str:
+        """Accepted now (service time), done when the stream settles (real time)."""
         work_id = f"ocid1.streamworkrequest.oc1.{self.region}.amaaaaaa{secrets.token_hex(20)}"
         db.execute(
-            "INSERT INTO work_requests VALUES (?, ?, ?, ?, ?, ?)",
-            (work_id, kind, row.id, row.compartment_id, now, now + self.transition_ms),
+            "INSERT INTO work_requests VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (work_id, kind, row.id, row.compartment_id, now, now + self.transition_ms, real + self.transition_ms),
         )
         return work_id
 
-    def _work_json(self, row: tuple[str, str, str, str, int, int]) -> dict[str, Any]:
-        work_id, kind, stream_id, compartment, accepted, finished = row
-        done = self.clock.time_ms() >= finished
+    def _work_json(self, row: tuple[str, str, str, str, int, int, int]) -> dict[str, Any]:
+        work_id, kind, stream_id, compartment, accepted, finished, settles = row
+        done = self.real.time_ms() >= settles
         action = ("CREATED" if kind == "CREATE" else "DELETED") if done else "IN_PROGRESS"
         return {
             "operationType": WORK_REQUEST_TYPES[kind],
@@ -235,7 +247,7 @@ class Streams:
         order = validate.choice(query, "sortOrder", ("ASC", "DESC"), required=False) or default_order
         state = validate.choice(query, "lifecycleState", LIFECYCLE, required=False)
         start = _page_start(query)
-        now = self.clock.time_ms()
+        real = self.real.time_ms()
         with self.store.transaction() as db:
             rows = [self._row(db, r[0]) for r in db.execute("SELECT id FROM streams")]
         found = [
@@ -244,7 +256,7 @@ class Streams:
             if r is not None
             and (compartment is None or r.compartment_id == compartment)
             and (pool is None or r.pool_id == pool)
-            and (state is None or r.lifecycle(now) == state)
+            and (state is None or r.lifecycle(real) == state)
             and query.get("id", r.id) == r.id
             and query.get("name", r.name) == r.name
         ]

@@ -2,7 +2,9 @@
 it the Object Storage bucket its exports can use).
 
 The answer (id, partitions, messages endpoint) is cached in the state directory per endpoint and stream
-reference, so later runs need no ListStreams/GetStream call. A 404 for the stream drops the entry.
+reference, so later runs need no ListStreams/GetStream call. A cached location can go stale (the stream deleted
+and made again, an emulator reset): a 404 under it drops the entry and looks the stream up again, once
+(ops/session.py).
 """
 
 from __future__ import annotations
@@ -66,11 +68,16 @@ def wait_active(client: StreamingClient, stream: StreamInfo, seconds: float) -> 
 
 def resolve_stream(client: StreamingClient, profile: Profile) -> StreamInfo:
     """The profile's stream; a stream still being created is a one-line error (the local one is waited for)."""
+    return locate(client, profile)[0]
+
+
+def locate(client: StreamingClient, profile: Profile) -> tuple[StreamInfo, bool]:
+    """The profile's stream, and whether it came from the cache (not asked of the service in this command)."""
     key = _cache_key(client, profile)
     cached = _load().get(key)
     if cached:
         try:
-            return StreamInfo(**cached)  # type: ignore[arg-type]
+            return StreamInfo(**cached), True  # type: ignore[arg-type]
         except TypeError:
             pass  # written by another version: look it up again
     stream = _lookup(client, profile)
@@ -83,7 +90,7 @@ def resolve_stream(client: StreamingClient, profile: Profile) -> StreamInfo:
         entries = _load()
         entries[key] = asdict(stream)
         _save(entries)
-    return stream
+    return stream, False
 
 
 def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:

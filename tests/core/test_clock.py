@@ -7,7 +7,7 @@ import threading
 
 from freezegun import freeze_time
 
-from ocigroup_cli.core.clock import ManualClock, SystemClock
+from ocigroup_cli.core.clock import ManualClock, ServiceClock, SystemClock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.core.timespec import parse_position, parse_time_ms
 
@@ -50,3 +50,26 @@ def test_a_manual_wait_ends_when_its_event_is_set():
     event = threading.Event()
     threading.Timer(0.05, event.set).start()
     assert clock.wait(event, 3600) is True and clock.time_ms() == 0
+
+
+def test_a_service_clock_is_real_time_shifted_once_to_the_services():
+    base = ManualClock(1_000_000)
+    asked = []
+    clock = ServiceClock(base, ask=lambda: asked.append(1) or 400_000)
+    assert clock.time_ms() == 400_000 and asked == [1]  # asked at the first reading
+    base.advance_ms(5_000)
+    clock.heard(900_000)  # a later answer does not move it again: one "now" per command
+    assert clock.time_ms() == 405_000 and asked == [1]
+    assert clock.monotonic() == base.monotonic()  # waits and intervals stay real
+    clock.sleep(1.0)
+    assert base.time_ms() == 1_006_000
+
+
+def test_a_service_clock_without_an_emulators_answer_is_real_time():
+    base = ManualClock(1_000_000)
+    silent = ServiceClock(base, ask=lambda: None)  # an emulator that is not in test mode any more
+    assert silent.time_ms() == 1_000_000 and not silent.shifted
+    told = ServiceClock(base)  # nothing known of the endpoint: its first answer tells
+    assert told.time_ms() == 1_000_000
+    told.heard(10_000)
+    assert told.time_ms() == 10_000 and told.shifted

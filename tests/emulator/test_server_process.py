@@ -15,27 +15,8 @@ from pathlib import Path
 import oci
 import pytest
 
-from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.ops import local
-from reliability.procs import free_port
 from tests.helpers.service import ApiKey, b64
-
-
-def serve(tmp_path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    public = tmp_path / "trusted.pem"
-    public.write_bytes(key.public_pem)
-    log = tmp_path / f"emulator-{port}.log"
-    args = list(extra)
-    data = ":memory:"
-    if "--data" in args:
-        i = args.index("--data")
-        data = args[i + 1]
-        del args[i : i + 2]
-    proc = local.spawn(port, data, [public], log, tuple(args))
-    proc.log_path = str(log)
-    local.wait_until_up(proc, port, SystemClock(), log, seconds=20)
-    return proc, f"http://127.0.0.1:{port}"
+from tests.helpers.service import serve_process as serve
 
 
 def clients(url: str, key: ApiKey, retry: bool = False):

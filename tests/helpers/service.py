@@ -4,8 +4,11 @@ profile files for the CLI."""
 from __future__ import annotations
 
 import base64
+import json
 import re
+import subprocess
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,11 +17,13 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ocigroup_cli.core.clock import ManualClock
+from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.emulator.auth import fingerprint
 from ocigroup_cli.emulator.backend import Options
 from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+from ocigroup_cli.ops import local
 from ocigroup_cli.ops.local import write_key_pair
+from reliability.procs import free_port
 
 
 @dataclass
@@ -57,8 +62,10 @@ def b64(data: bytes | str) -> str:
 
 class Sdk:
     """The real oci SDK clients pointed at an emulator, plus small helpers for tests. The helpers wait out the
-    service's 429s (`patient`; the test clock is moved, a running or real one waited for), so that a test about
-    something else is not about rate limits; `client` and `admin` are the plain SDK clients."""
+    service's 429s and CREATING (`patient`), on the emulator's real clock (which the rates and the lifecycle run
+    on: the test clock too, unless the emulator was given a real clock of its own): one held by hand is moved, a
+    running or real one waited for; so that a test about something else is not about rate limits. `client` and
+    `admin` are the plain SDK clients."""
 
     def __init__(self, server: EmulatorServer, key: ApiKey, patient: bool = True) -> None:
         self.server = server
@@ -98,15 +105,15 @@ class Sdk:
                 self._wait_ms(int(said.group(1)))
 
     def _wait_ms(self, ms: int) -> None:
-        clock = self.server.clock
+        clock = self.server.real_clock
         if isinstance(clock, ManualClock) and not clock.running:
             clock.advance_ms(ms)
         else:
             time.sleep(ms / 1000)
 
     def wait_active(self, stream_id: str) -> None:
-        """Wait out CREATING (the test clock is moved, a real one waited for), as the SDK's waiters would."""
-        clock = self.server.clock
+        """Wait out CREATING (a real clock held by hand is moved, a real one waited for), as the SDK's waiters would."""
+        clock = self.server.real_clock
         for _ in range(200):
             if self._paced(lambda: self.admin.get_stream(stream_id)).data.lifecycle_state == "ACTIVE":
                 return
@@ -163,11 +170,12 @@ class Sdk:
 TEST_TRANSITION_MS = 100  # CREATING/DELETING in the tests' emulators: met by every stream, short for a suite
 
 
-def start_server(key: ApiKey, clock, **config) -> EmulatorServer:
+def start_server(key: ApiKey, clock, real_clock=None, **config) -> EmulatorServer:
     """The emulator in this process, with the service's behaviour (rate limits included) unless `options` say
-    otherwise; its streams are CREATING for TEST_TRANSITION_MS."""
+    otherwise; its streams are CREATING for TEST_TRANSITION_MS. Its rates and lifecycle run on `real_clock`, by
+    default on `clock` too (the clients of most tests wait on that one clock)."""
     config.setdefault("options", Options(transition_ms=TEST_TRANSITION_MS))
-    return EmulatorServer(ServerConfig(trusted_keys=(key.public_pem,), **config), clock).start()
+    return EmulatorServer(ServerConfig(trusted_keys=(key.public_pem,), **config), clock, real_clock).start()
 
 
 def write_config(directory, key: ApiKey, endpoint: str, name: str = "test", **extra) -> str:
@@ -192,3 +200,29 @@ def write_config(directory, key: ApiKey, endpoint: str, name: str = "test", **ex
     path = directory / "ocigroup.yaml"
     path.write_text(yaml.safe_dump({"default": name, "profiles": {name: profile}}))
     return str(path)
+
+
+def serve_process(tmp_path: Path, key: ApiKey, *extra: str) -> tuple[subprocess.Popen, str]:
+    """`ocigroup emulator serve` as a process of its own (`extra`: its options), trusting `key`; with its URL."""
+    port = free_port()
+    public = tmp_path / "trusted.pem"
+    public.write_bytes(key.public_pem)
+    log = tmp_path / f"emulator-{port}.log"
+    args = list(extra)
+    data = ":memory:"
+    if "--data" in args:
+        i = args.index("--data")
+        data = args[i + 1]
+        del args[i : i + 2]
+    proc = local.spawn(port, data, [public], log, tuple(args))
+    proc.log_path = str(log)
+    local.wait_until_up(proc, port, SystemClock(), log, seconds=20)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def admin_call(url: str, path: str, body: dict | None = None) -> dict:
+    """An emulator admin endpoint (`/_emulator/...`): POST `body`, or GET without one; its JSON answer."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data, method="GET" if body is None else "POST")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
