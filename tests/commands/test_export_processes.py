@@ -416,4 +416,5 @@ def test_make_demo_leaves_nothing_running(tmp_path, free_port):
     done = subprocess.run(["bash", str(script)], env=env, capture_output=True, timeout=400)
     assert done.returncode == 0, done.stdout.decode()[-3000:] + done.stderr.decode()[-3000:]
     assert b"stopping the warm Spark engine" in done.stderr and b"nothing is left running" in done.stdout
+    assert b"Killed" not in done.stdout + done.stderr  # bash's own report of the kill -9 the demo shows
     assert _left(tmp_path / "tmp") == [] and list((tmp_path / "tmp").iterdir()) == []
