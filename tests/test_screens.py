@@ -437,3 +437,29 @@ def test_the_all_groups_watch_says_when_it_was_refreshed(term, sdk):
     screen = proc.on_pty(args, env, columns=80, rows=24)
     assert screen.code == 0, screen.text
     assert re.search(r"refreshed \d\d:\d\d:\d\dZ; Ctrl-C to stop", screen.text), screen.text
+
+
+def test_a_watch_drops_its_outage_line_once_the_service_answers_again(term, sdk):
+    from ocigroup_cli.emulator.faults import FaultPlan
+
+    sid, config, env = term
+    sdk.group_cursor(sid, "billing", "w-1", timeout_in_ms=60_000)
+    httpd = sdk.server.httpd
+    phase = {"down": False, "up": False}
+
+    def drive(raw: bytes) -> bool:  # down once the first screen is drawn, up once the outage is told, Ctrl-C after
+        if b"refreshed" in raw and not phase["down"]:
+            phase["down"], httpd.faults = True, FaultPlan(unavailable=1.0)
+        elif b"has not answered for" in raw and not phase["up"]:
+            phase["up"], httpd.faults = True, None
+            return False
+        return phase["up"] and raw.rfind(b"refreshed") > raw.rfind(b"has not answered for")
+
+    args = ["--config", config, "inspect", "--watch", "--interval", "0.5s"]
+    try:
+        screen = proc.on_pty(args, env, columns=80, rows=40, timeout=90, ctrl_c_when=drive)
+    finally:
+        httpd.faults = None
+    assert screen.code == 130, screen.text
+    assert "has not answered" not in screen.text and "answers again" not in screen.text, screen.text
+    assert re.search(r"refreshed \d\d:\d\d:\d\dZ; Ctrl-C to stop", screen.text), screen.text

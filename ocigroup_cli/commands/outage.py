@@ -48,7 +48,8 @@ class Outage:
         return got
 
     def _good(self, now_ms: int) -> None:
-        if self.since_ms is not None:
+        if self.since_ms is not None and not self.on_screen:  # a screen says it by dropping its outage line: a
+            # line printed under it would stay behind on the terminal, below the redrawn screen
             console.notice(f"the service answers again, after {human_duration((now_ms - self.since_ms) / 1000)}")
         self.since_ms, self.last_good_ms, self.error = None, now_ms, None
 
