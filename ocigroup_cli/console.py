@@ -285,6 +285,23 @@ def prose(text: str, width: int) -> str:
     return textwrap.fill(text, width=max(width, 20), break_long_words=False, break_on_hyphens=False)
 
 
+def clauses(text: str, width: int) -> str:
+    """`text` wrapped at its clauses (after ", " and ": ") where one fits, so that no figure is parted from its
+    label ("total lag 1,199" stays whole); a clause longer than a line is wrapped between its words."""
+    import re
+
+    lines: list[str] = []
+    current = ""
+    for part in re.split(r"(?<=[,:]) ", text):
+        if not current or len(current) + 1 + len(part) <= width:
+            current = f"{current} {part}" if current else part
+            continue
+        lines.append(current)
+        current = part
+    lines.append(current)
+    return "\n".join(prose(line, width) if len(line) > width else line for line in lines)
+
+
 def is_tty(stream: Any) -> bool:
     """isatty() that is False for a closed or missing stream (`<&-`, `>&-`) instead of raising."""
     try:

@@ -393,6 +393,8 @@ def test_the_inspect_table_s_summary_wraps_between_words_at_80_columns(term, sdk
     assert re.search(r"\(at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\)$", said), said
     assert re.search(r"total lag [\d,]+, max time lag", said), said
     assert all(len(line) <= 80 and not line.startswith(" ") for line in head)
+    for label in ("total lag", "max time lag"):  # no figure parted from its label ("total" / "lag 1,199")
+        assert any(re.search(rf"{label} [\d,.]+", line) for line in head), head
 
 
 def test_all_groups_watch_is_redrawn_in_place_on_a_terminal(term, sdk):

@@ -119,7 +119,7 @@ def _render(view: GroupView, health: Health | None) -> object:
     from rich.text import Text
 
     line = summary(view)  # a dumb terminal is drawn at its own width: nothing to wrap for it
-    head = Text(console.prose(line, console.out().width) if console.redraws() else line, style="italic")
+    head = Text(console.clauses(line, console.out().width) if console.redraws() else line, style="italic")
     if view.gone is not None:  # no partition, no verdict to tabulate: the line says it all
         return head
     return Group(head, _table(view)) if health is None else Group(head, _table(view), _health_table(health))
@@ -218,7 +218,13 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
     top = Text(f"{trouble}; Ctrl-C to stop", style="bold red") if trouble else None
     parts: list[Any] = [top or Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
     parts += [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {e.text}") for e in events] or [Text("no events yet")]
-    parts += [Text(""), _members(members), Text(""), Text(summary(view), style="italic"), _table(view)]
+    parts += [
+        Text(""),
+        _members(members),
+        Text(""),
+        Text(console.clauses(summary(view), console.out().width), style="italic"),
+        _table(view),
+    ]
     if health is not None:
         parts += [Text(""), _health_table(health)]
     # a last, empty line: tables fill the width, and a ^C the terminal echoes after a full line would wrap it,
