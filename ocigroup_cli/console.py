@@ -231,8 +231,11 @@ def _quantity(value: Any) -> bool:
     return isinstance(value, int | float) or (isinstance(value, str) and _QUANTITY.fullmatch(value) is not None)
 
 
-def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> Table:
-    """A table whose columns of quantities are right-aligned (decided by their values, not their names)."""
+def table(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None, whole: Sequence[str] = ()
+) -> Table:
+    """A table whose columns of quantities are right-aligned (decided by their values, not their names); the
+    columns named in `whole` keep each cell on one line (a short phrase read at a glance: a pace)."""
     from rich.table import Table
 
     t = Table(title=title, show_edge=False, header_style="bold", box=None, pad_edge=False)
@@ -242,6 +245,8 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
         # a number is never folded (its column keeps its widest cell's width: the other columns give way)
         if cells and all(map(_quantity, cells)):
             t.add_column(c, justify="right", no_wrap=True, min_width=max(len(str(v)) for v in cells))
+        elif c in whole:
+            t.add_column(c, justify="left", no_wrap=True, min_width=max((len(str(v)) for v in cells), default=0))
         else:
             t.add_column(c, justify="left", overflow="fold")
     for row in rows:

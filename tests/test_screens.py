@@ -465,3 +465,17 @@ def test_a_watch_drops_its_outage_line_once_the_service_answers_again(term, sdk)
     assert screen.code == 130, screen.text
     assert "has not answered" not in screen.text and "answers again" not in screen.text, screen.text
     assert re.search(r"refreshed \d\d:\d\d:\d\dZ; Ctrl-C to stop", screen.text), screen.text
+
+
+def test_a_pace_stays_on_one_line_in_the_all_groups_table_at_80_columns():
+    """--all-groups' PACE is read at a glance: the other text columns give way to it."""
+    from rich.console import Console
+
+    from ocigroup_cli import console
+    from ocigroup_cli.commands.all_groups import COLUMNS
+
+    pace = "catching up at 12.5 msg/s, about 3m 20s"
+    row = ["billing-settlement-eu-west", "STABLE", 3, "1,000–4,078", "2m 10s", "LAGGING", pace]
+    drawn = Console(width=80, record=True, color_system=None)
+    drawn.print(console.table(COLUMNS, [row], title="1 group(s) on orders", whole=("PACE",)))
+    assert any(pace in line for line in drawn.export_text().splitlines()), drawn.export_text()

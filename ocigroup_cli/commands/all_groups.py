@@ -140,7 +140,7 @@ def _table(looked: list[tuple[GroupView, Health]], stream: str, caption: str | N
          human_duration(r["max_time_lag_s"]), r["health"], r["pace"] or ""]
         for r in rows
     ]  # fmt: skip
-    shown = console.table(COLUMNS, table, title=f"{len(rows)} group(s) on {stream}")
+    shown = console.table(COLUMNS, table, title=f"{len(rows)} group(s) on {stream}", whole=("PACE",))
     if caption:
         shown.caption = f"{caption}; Ctrl-C to stop"
     return shown
