@@ -34,14 +34,12 @@ def show(ctx: typer.Context, output: OutputOption = None) -> None:
             value = "<redacted>"
         rows.append({"key": key, "value": value, "source": profile.sources[key]})
     data = {"profile": profile.name, "file": str(profile.file) if profile.file else None, "settings": rows}
+    table = [[r["key"], r["value"], r["source"]] for r in rows]
+    # key paths and OCIDs are copied whole: never folded into a newline and spaces
     console.emit(
         data,
         fmt(ctx, output),
-        lambda: console.table(
-            ["KEY", "VALUE", "SOURCE"],
-            [[r["key"], r["value"], r["source"]] for r in rows],
-            title=f"profile {profile.name}",
-        ),
+        lambda: console.Whole(console.table(["KEY", "VALUE", "SOURCE"], table, title=f"profile {profile.name}")),
     )
 
 
