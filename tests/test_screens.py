@@ -44,7 +44,7 @@ def _folded(screen: proc.Screen, start: str, next_column: str | None = None) -> 
 
 def test_profile_show_at_80_columns_shows_the_stream_ocid_whole(term, sdk):
     sid, config, env = term
-    screen = proc.on_pty(["--config", config, "--stream", sid, "profile", "show"], env, columns=80, rows=60)
+    screen = proc.on_pty(["--config", config, "--stream", sid, "profile", "show"], env, columns=80, rows=200)
     assert screen.code == 0, screen.text
     assert _wrapped(screen, "ocid1.stream.") == sid  # never folded: a copy of the wrapped rows joins it back
     key_file = yaml.safe_load(Path(config).read_text())["profiles"]["test"]["auth"]["key_file"]
