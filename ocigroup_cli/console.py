@@ -232,10 +232,15 @@ def _quantity(value: Any) -> bool:
 
 
 def table(
-    columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None, whole: Sequence[str] = ()
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    title: str | None = None,
+    whole: Sequence[str] = (),
+    cut: Sequence[str] = (),
 ) -> Table:
     """A table whose columns of quantities are right-aligned (decided by their values, not their names); the
-    columns named in `whole` keep each cell on one line (a short phrase read at a glance: a pace)."""
+    columns named in `whole` keep each cell on one line (a short phrase read at a glance: a pace), those in `cut`
+    too, ending in "…" where they do not fit (a screen of fixed height: the whole text is in the JSON)."""
     from rich.table import Table
 
     t = Table(title=title, show_edge=False, header_style="bold", box=None, pad_edge=False)
@@ -247,6 +252,8 @@ def table(
             t.add_column(c, justify="right", no_wrap=True, min_width=max(len(str(v)) for v in cells))
         elif c in whole:
             t.add_column(c, justify="left", no_wrap=True, min_width=max((len(str(v)) for v in cells), default=0))
+        elif c in cut:
+            t.add_column(c, justify="left", no_wrap=True, overflow="ellipsis")
         else:
             t.add_column(c, justify="left", overflow="fold")
     for row in rows:

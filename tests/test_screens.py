@@ -483,3 +483,21 @@ def test_a_pace_stays_on_one_line_in_the_all_groups_table_at_80_columns():
     drawn = Console(width=80, record=True, color_system=None)
     drawn.print(console.table(COLUMNS, [row], title="1 group(s) on orders", whole=("PACE",)))
     assert any(pace in line for line in drawn.export_text().splitlines()), drawn.export_text()
+
+
+def test_a_health_watch_with_its_events_fits_80_by_30(term, sdk, tmp_path):
+    """Four partitions, two instances that come and go (events), messages waiting (reasons a line long and more):
+    the screen fits the terminal, the latest events kept and each reason on one line, nothing cut at its foot."""
+    sid = sdk.stream(partitions=4, name="wide")
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(80)])
+    _, config, env = term
+    for name in ("a", "b", "c"):
+        sdk.group_cursor(sid, "billing", name, timeout_in_ms=1500)
+    args = ["--config", config, "--stream", "wide", "inspect", "--watch", "--health", "--interval", "0.5s",
+            "--iterations", "8"]  # fmt: skip
+    screen = proc.on_pty(args, env, columns=80, rows=30, timeout=60)
+    assert screen.code == 0, screen.text
+    assert "..." not in screen.text and all(len(line) <= 80 for line in screen.lines), screen.text
+    assert screen.lines[0].startswith("refreshed "), screen.text  # nothing scrolled off its top, nor cut at its foot
+    assert any(line.startswith("health: ") for line in screen.lines), screen.text
+    assert re.search(r"\d\d:\d\d:\d\dZ  ", screen.text), screen.text  # events are shown

@@ -130,9 +130,10 @@ def _pace(health: Health) -> str:
     return f", {text}" if text else ""
 
 
-def _health_table(health: Health) -> Group:
+def _health_table(health: Health, screen: bool = False) -> Group:
     """The verdict as a line of its own above the table: as the table's title it would be wrapped to the width of
-    three narrow columns, a centred block of fragments on an 80-column terminal."""
+    three narrow columns, a centred block of fragments on an 80-column terminal. On a watch's `screen`, of fixed
+    height, each reason is one line (the whole reason is in the JSON, and in `inspect --health`)."""
     from rich.console import Group
     from rich.text import Text
 
@@ -144,7 +145,9 @@ def _health_table(health: Health) -> Group:
         f"health: {health.verdict}{_pace(health)} (the worst partition's; {health.samples} sample(s), "
         f"window {human_duration(health.window_s)}{widened})"
     )
-    return Group(Text(title, style="italic"), console.table(["PARTITION", "HEALTH", "WHY"], rows))
+    cut = ("WHY",) if screen else ()
+    return Group(Text(console.clauses(title, console.out().width) if screen else title, style="italic"),
+                 console.table(["PARTITION", "HEALTH", "WHY"], rows, cut=cut))  # fmt: skip
 
 
 def _thresholds(view: GroupView, health: Health | None, fail_on_lag: int | None, time_limit: float | None,
@@ -216,9 +219,8 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
     from rich.text import Text
 
     top = Text(f"{trouble}; Ctrl-C to stop", style="bold red") if trouble else None
-    parts: list[Any] = [top or Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
-    parts += [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {e.text}") for e in events] or [Text("no events yet")]
-    parts += [
+    head: list[Any] = [top or Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
+    rest: list[Any] = [
         Text(""),
         _members(members),
         Text(""),
@@ -226,10 +228,20 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
         _table(view),
     ]
     if health is not None:
-        parts += [Text(""), _health_table(health)]
+        rest += [Text(""), _health_table(health, screen=True)]
     # a last, empty line: tables fill the width, and a ^C the terminal echoes after a full line would wrap it,
     # so that the final redraw would start a line low and leave a copy of the top line behind
-    return Group(*parts, Text(""))
+    rest.append(Text(""))
+    room = console.out().height - _lines(Group(*head, *rest))  # the latest events that fit the screen
+    shown = events[-room:] if room > 0 else []
+    lines = [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {e.text}", no_wrap=True, overflow="ellipsis") for e in shown]
+    return Group(*head, *(lines or ([] if events else [Text("no events yet")])), *rest)
+
+
+def _lines(group: Group) -> int:
+    """How many lines `group` takes on the terminal."""
+    term = console.out()
+    return len(term.render_lines(group, term.options, pad=False))
 
 
 def _print(
