@@ -32,6 +32,7 @@ class PartitionPlan:
     capped: bool  # replay or skip reached the count cap: at least that many
     at_most: int | None  # past the cap, the upper bound the offsets give (None: unknown)
     lost: Loss | None = None  # the committed offset has left retention: what was lost before the group read it
+    skip_batch: str | None = None  # a time target skips several messages that share this one timestamp (a batch)
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,11 @@ def _count(
     span: tuple[int, int | None],
     now_ms: int,
     sizer: Sizer,
+    times: set[str] | None = None,
 ) -> tuple[int, bool, int | None]:
     """Messages with start <= offset < stop (stop None = to the end), counted up to COUNT_CAP (or COUNT_BYTES
     read): (count, capped, upper bound). Past the cap the offsets bound the count: up to `stop`, or up to the
-    newest message."""
+    newest message. `times` gathers the timestamps of the messages counted."""
     start, stop = span
     cursor = client.create_cursor(stream, partition, "AT_OFFSET", offset=start)
     n = read = 0
@@ -82,6 +84,8 @@ def _count(
         read += sizer.saw(page)
         inside = [m for m in page if stop is None or m.offset < stop]
         n += len(inside)
+        if times is not None:
+            times.update(m.timestamp for m in inside)
         if len(inside) < len(page) or not page:
             return n, False, n
     if stop is not None:
@@ -118,13 +122,16 @@ def plan(
         after_at = _first(client, stream, client.create_cursor(stream, p, target.kind, time_ms=target.time_ms))
         replay = skip = 0
         capped, at_most = False, None
+        skipped: set[str] = set()
         if now_at != after_at:
             if after_at is not None and (now_at is None or after_at < now_at):
                 replay, capped, at_most = _count(client, stream, p, (after_at, now_at), now_ms, sizer)
             elif now_at is not None:
-                skip, capped, at_most = _count(client, stream, p, (now_at, after_at), now_ms, sizer)
+                skip, capped, at_most = _count(client, stream, p, (now_at, after_at), now_ms, sizer, skipped)
         owner = r.instance if r and r.live(now_ms) else None
-        parts.append(PartitionPlan(p, committed, owner, now_at, after_at, replay, skip, capped, at_most, read.lost))
+        batch = next(iter(skipped)) if target.kind == "AT_TIME" and skip > 1 and len(skipped) == 1 else None
+        parts.append(PartitionPlan(p, committed, owner, now_at, after_at, replay, skip, capped, at_most, read.lost,
+                                   batch))  # fmt: skip
     return Plan(stream.name, group, target, parts, *live_instances(reservations, now_ms))
 
 

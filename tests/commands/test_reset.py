@@ -204,3 +204,22 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
             assert len(bad.stderr.decode().strip().splitlines()) == 2
     finally:
         server.stop()
+
+
+def test_a_time_target_inside_a_batch_says_it_skips_the_whole_batch(cli, sdk, clock):
+    """To skip one poison message by time, a reset past its timestamp skips every message published with it in
+    one PutMessages (one timestamp): the plan says so, rather than let the skip count speak for itself."""
+    sid = stream_id(sdk)
+    batch = sdk.put(sid, [("one-key", f"m{i}") for i in range(6)]).entries  # one request: one timestamp
+    sdk.group_cursor(sid, "billing", "a", timeout_in_ms=1000)  # nothing committed: reads from the start
+    clock.advance_ms(2000)
+    past = int(batch[0].timestamp.timestamp() * 1000) + 1
+    r = cli("reset", "--to", str(past), "-o", "json")
+    assert r.code == 0, r.err
+    p = batch[0].partition
+    plan = json.loads(r.out)["partitions"][int(p)]
+    assert plan["skip"] == 6 and plan["skip_batch"] == ms_to_rfc3339(past - 1)
+    assert f"partition {p}: the 6 messages the reset skips share one timestamp" in r.err
+    assert "a batch published at once" in r.err
+    one = cli("reset", "--to", "earliest", "-o", "json")  # nothing skipped: nothing said
+    assert "share one timestamp" not in one.err
