@@ -26,7 +26,7 @@ from ocigroup_cli.client.objects import ObjectStore
 from ocigroup_cli.config import LOCAL_SOURCE, Profile
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.retention import Protection, parse_days, protection, shortfall
-from ocigroup_cli.errors import Conflict, NotFound, OcigroupError, ServiceError, UsageError
+from ocigroup_cli.errors import NotFound, OcigroupError, ServiceError, TransientError, UsageError
 from ocigroup_cli.export import manifest
 from ocigroup_cli.export.claim import Claim
 from ocigroup_cli.export.location import MANIFEST_OBJECT, BucketPrefix, parse_bucket
@@ -68,9 +68,7 @@ def check(
             return check(store, where, require, now_ms)
         missing = f"--out {where.uri}: no bucket {where.bucket!r} in namespace {store.namespace!r} (or no permission)."
         raise UsageError(missing, "create it, or check the name and the namespace") from None
-    if store.head(where.manifest) is not None:
-        raise UsageError(f"--out {where.uri} already holds an export ({MANIFEST_OBJECT}); an export is never "
-                         "overwritten.", "choose another prefix")  # fmt: skip
+    _own_prefix(where, [o.name for o in store.listing(where.prefix + "/")])
     rules = protection(store.retention_rules(), now_ms)
     if require.retention and (problem := shortfall(rules, require.at_least_days)):
         fix = "add a retention rule to the bucket (oci os retention-rule create), or use another bucket"
@@ -86,13 +84,7 @@ def clear(store: ObjectStore, where: BucketPrefix, clock: Clock) -> None:
     """Remove what an unfinished run left under the prefix (no live run of this machine writes there: the caller
     holds the prefix's claim), once nothing lands there any more, or say what is in the way."""
     found = _settled(store, where, clock)
-    if where.manifest in found:
-        raise UsageError(f"--out {where.uri} already holds an export ({MANIFEST_OBJECT}); an export is never "
-                         "overwritten.", "choose another prefix")  # fmt: skip
-    foreign = [name for name in found if not where.is_export_file(name)]
-    if foreign:
-        raise UsageError(f"--out {where.uri}: the prefix holds objects that are not an export's ({foreign[0]}); an "
-                         "export needs a prefix of its own.", "choose another prefix")  # fmt: skip
+    _own_prefix(where, found)
     left = remove(store, found)
     if left:
         raise UsageError(
@@ -100,6 +92,17 @@ def clear(store: ObjectStore, where: BucketPrefix, clock: Clock) -> None:
             f"removed ({left[0]}).",
             "export to another prefix; they can be removed once the bucket's retention rule allows",
         )
+
+
+def _own_prefix(where: BucketPrefix, found: list[str]) -> None:
+    """The prefix must hold no export, and nothing but what an unfinished export to it leaves."""
+    if where.manifest in found:
+        raise UsageError(f"--out {where.uri} already holds an export ({MANIFEST_OBJECT}); an export is never "
+                         "overwritten.", "choose another prefix")  # fmt: skip
+    foreign = [name for name in found if not where.is_export_file(name)]
+    if foreign:
+        raise UsageError(f"--out {where.uri}: the prefix holds objects that are not an export's ({foreign[0]}); an "
+                         "export needs a prefix of its own.", "choose another prefix")  # fmt: skip
 
 
 def _settled(store: ObjectStore, where: BucketPrefix, clock: Clock) -> list[str]:
@@ -124,7 +127,9 @@ def remove(store: ObjectStore, names: list[str]) -> list[str]:
             store.delete(name)
         except NotFound:
             continue
-        except (Conflict, ServiceError) as exc:
+        except TransientError:  # the service failing is not an object in the way: worth a retry (exit 4)
+            raise
+        except ServiceError as exc:  # 409: a retention rule keeps it; 401/403: no permission to delete
             left.append(f"{name}: {exc.message}")
     return left
 
