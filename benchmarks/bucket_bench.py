@@ -207,8 +207,12 @@ def paused(bench: Bench, count: int, pause_s: float, messages: int, partitions: 
         for form, runs in (("local", local), ("oci", oci)) if r % 2 == 0 else (("oci", oci), ("local", local)):
             time.sleep(pause_s)
             runs.append(bench.export(form, partitions))
-        print(f"after {pause_s:.0f} s idle, round {r + 1}: local {local[-1].wall:.2f} s, oci {oci[-1].wall:.2f} s, "
-              f"{oci[-1].wall / local[-1].wall:.2f}x", flush=True)  # fmt: skip
+        lo, oc = local[-1], oci[-1]
+        cpu = {form: f"{run.cpu()[0]:.1f}, {run.cpu()[3]:.1f}, {run.cpu()[-1]:.1f}" for form, run in (("local", lo),
+               ("oci", oc))}  # fmt: skip
+        print(f"after {pause_s:.0f} s idle, round {r + 1}: local {lo.wall:.2f} s, oci {oc.wall:.2f} s, "
+              f"{oc.wall / lo.wall:.2f}x; CPU s (CLI, workers, total): local {cpu['local']}; oci {cpu['oci']}",
+              flush=True)  # fmt: skip
     assert {(run.rows, run.digest) for run in local + oci} == {(messages, local[0].digest)}
     if count:
         ratio = statistics.median(o.wall / lo.wall for o, lo in zip(oci, local, strict=True))
@@ -258,7 +262,7 @@ def main() -> None:
     parser.add_argument("--scale", choices=sorted(SCALES), default="full" if full else "reduced",
                         help="full: the issue's 1,000,000 messages, memory at 4x (OCIGROUP_FULL_SCALE=1)")  # fmt: skip
     parser.add_argument("--messages", type=int, help="override the scale's message count")
-    parser.add_argument("--memory-factor", type=int, help="the memory run exports this many times more")
+    parser.add_argument("--memory-factor", type=int, help="the memory run exports this many times more (1: none)")
     parser.add_argument("--rounds", type=int, help="rounds of the two forms")
     parser.add_argument("--paused-rounds", type=int, help="rounds of the two forms, each export after --pause-s idle")
     parser.add_argument("--pause-s", type=float, default=70.0, help="Spark stops Python workers idle for 60 s")
@@ -291,7 +295,8 @@ def main() -> None:
                       f"oci {warm_up[1].wall:.2f} s")  # fmt: skip
                 local, oci = rounds(bench, args.rounds, args.messages, args.partitions)
                 paused(bench, args.paused_rounds, args.pause_s, args.messages, args.partitions)
-                memory(bench, {"local": local, "oci": oci}, args)
+                if args.memory_factor > 1:
+                    memory(bench, {"local": local, "oci": oci}, args)
                 assert bench.find_engine() == bench.engine_pid, "the engine was restarted during the run"
             finally:
                 bench.stop_engine()
