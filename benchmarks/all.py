@@ -1,7 +1,8 @@
 """Every benchmark in one run, then one table of figures and ratios against their baselines.
 
 Each benchmark measures its own baseline in the same run: the in-process floor (emulator), the official oci CLI
-and a plain oci SDK loop (CLI), a sequential single-process reader (export).
+and a plain oci SDK loop (CLI), a sequential single-process reader (export), the same export to a local directory
+(export to Object Storage).
 
 Run: make bench-all     (or: python -m benchmarks.all [--quick])
 """
@@ -20,7 +21,9 @@ QUICK = {
     "benchmarks.emulator_bench": ["--rounds", "3"],
     "benchmarks.cli_bench": ["--rounds", "3", "--large", "45000"],
     "benchmarks.export_bench": ["--messages", "200000", "--memory-factor", "2"],
+    "benchmarks.bucket_bench": ["--scale", "reduced"],
 }
+FULL = {"benchmarks.bucket_bench": ["--scale", "full"]}  # its own default is the reduced scale
 
 
 def main() -> None:
@@ -32,7 +35,8 @@ def main() -> None:
         env = {**os.environ, "OCIGROUP_BENCH_SUMMARY": str(summary)}
         for module, quick_args in QUICK.items():
             print(f"\n### {module}", flush=True)
-            subprocess.run([sys.executable, "-m", module, *(quick_args if args.quick else [])], env=env, check=True)
+            more = quick_args if args.quick else FULL.get(module, [])
+            subprocess.run([sys.executable, "-m", module, *more], env=env, check=True)
         rows = [json.loads(line) for line in summary.read_text().splitlines()]
     print(f"\n{'measurement':62} {'ocigroup':>12} {'baseline':>12} {'ratio':>7}  {'target':<10} baseline")
     for r in rows:

@@ -113,14 +113,28 @@ def _sample(pid: int) -> tuple[str, int, float]:
         return "", 0, 0.0
 
 
+def _pss_kib(pid: int) -> int:
+    """A process's proportional set size in KiB: its resident pages, each shared page divided among its sharers
+    (forked workers share most of their pages: the sum of their RSS would count those pages once per worker)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def cpu_seconds(pid: int) -> float:
     return _sample(pid)[2]
 
 
 class MemorySampler(threading.Thread):
-    """Peak RSS of a process, of the JVMs below it and of the whole tree, and the CPU time each part used,
-    sampled every 100 ms. CPU is split into the process itself, JVMs, and the other processes below it
-    (Spark's Python workers)."""
+    """Peak RSS of a process, of the JVMs below it and of the whole tree, the peak of the other processes below it
+    (Spark's Python worker daemon and its forked workers: the sum of their PSS at one sample, since they share most
+    of their pages), and the CPU time each part used, sampled every 100 ms. CPU is split into the process itself,
+    JVMs, and the other processes below it."""
 
     def __init__(self, pid: int, since_now: bool = False) -> None:
         """`since_now`: count only the CPU used from now on by processes already running (a warm engine's),
@@ -128,13 +142,13 @@ class MemorySampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid = pid
         self.stop = threading.Event()
-        self.driver_kib = self.jvm_kib = self.tree_kib = 0
+        self.driver_kib = self.jvm_kib = self.workers_kib = self.tree_kib = 0
         self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, CPU seconds last seen)
         self._before = {p: _sample(p)[2] for p in _tree(pid)} if since_now else {}
 
     def run(self) -> None:
         while not self.stop.wait(0.1):
-            total = jvm = 0
+            total = jvm = workers = 0
             for pid in _tree(self.pid):
                 name, kib, cpu = _sample(pid)
                 total += kib
@@ -143,9 +157,12 @@ class MemorySampler(threading.Thread):
                     self.driver_kib = max(self.driver_kib, kib)
                 elif name == "java":
                     jvm += kib
+                elif name:
+                    workers += _pss_kib(pid)
                 if name:
                     self._cpu[pid] = (role, cpu)
             self.jvm_kib, self.tree_kib = max(self.jvm_kib, jvm), max(self.tree_kib, total)
+            self.workers_kib = max(self.workers_kib, workers)
 
     def cpu(self, role: str) -> float:
         """CPU seconds used by the processes of one role: driver, jvm or workers."""

@@ -18,12 +18,14 @@ FORBIDDEN = {
 }
 # the one command module that may reach into a room commands otherwise may not: its own engine
 ENGINE_OF = {"commands/emulator.py": "emulator", "commands/export.py": "export"}
-# third-party packages allowed only in these rooms (docgen renders the docs from the Typer app; nothing imports it)
+# third-party packages allowed only in these rooms (docgen renders the docs from the Typer app; nothing imports it);
+# the export extra's (pyspark, pyarrow, pandas, numpy, grpc: `ocigroup[export]`) only in export/, which an install
+# without them never imports (commands/export.py says how to add them first)
 THIRD_PARTY = {
     "typer": {"app", "commands", "console", "docgen"},
     "rich": {"app", "commands", "console"},
-    "pyspark": {"export"},
     "oci": {"client", "export"},
+    **{extra: {"export"} for extra in ("pyspark", "pyarrow", "pandas", "numpy", "grpc")},
 }
 
 
@@ -74,8 +76,8 @@ def test_help_does_not_import_oci_or_pyspark():
 
     code = (
         "import sys; from ocigroup_cli.app import run; run(['--help']); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('oci', 'pyspark', 'pyarrow') "
-        "or m.startswith('ocigroup_cli.docgen')))"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('oci', 'pyspark', 'pyarrow', 'pandas', 'numpy', 'grpc') or m.startswith('ocigroup_cli.docgen')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert out.strip().splitlines()[-1] == "[]"

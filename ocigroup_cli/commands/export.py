@@ -243,7 +243,8 @@ def needs_extra(*modules: str) -> None:
     if missing:
         raise UsageError(
             f"export needs {' and '.join(missing)}, which this install of ocigroup does not have.",
-            "install the export extra: pip install 'ocigroup[export]' (pipx: pipx install --force 'ocigroup[export]')",
+            "install the export extra: pipx install --force '.[export]' in ocigroup's checkout (pip: pip install "
+            "'.[export]')",
         )
 
 
