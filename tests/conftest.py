@@ -71,7 +71,8 @@ def pytest_sessionfinish(session):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
-    for title, counts in node.workeroutput.get("hypothesis_cases", {}).items():
+    # a worker that crashed (killed, or stopped by a timeout) reports nothing
+    for title, counts in getattr(node, "workeroutput", {}).get("hypothesis_cases", {}).items():
         HYPOTHESIS_CASES[title].update(counts)
 
 

@@ -113,13 +113,7 @@ def reset(
     else:
         the_plan, again = _planned(s, profile, _target(to, by_duration, g.clock.time_ms(), allow_future), g)
     out = fmt(ctx, output)
-    for x in the_plan.losses:  # what the group lost before this reset, whatever the reset does
-        console.warn(f"{x.text()}; after the reset {x.reads_on()} at the earliest")
-    for part in the_plan.partitions:  # a time cannot part what was published at once
-        if part.skip_batch is not None:
-            console.warn(f"partition {part.partition}: the {part.skip:,} messages the reset skips share one "
-                         f"timestamp ({part.skip_batch}): a batch published at once, which no time can cut; the "
-                         "reset skips all of them")  # fmt: skip
+    _warn(the_plan)
     if save_plan is not None:
         again = _save(s, the_plan, Path(save_plan), g.clock.time_ms(), g.repeated())
     if not _go_ahead(the_plan, out, execute, force, yes, again):
@@ -129,6 +123,16 @@ def reset(
     title = f"reset applied to group {the_plan.group!r}"
     console.emit(record, out, lambda: console.table(["PARTITION", "COMMITTED BEFORE", "READS NEXT"], rows, title=title))
     console.notice(f"record written to {record['record_file']}")
+
+
+def _warn(the_plan: Plan) -> None:
+    for x in the_plan.losses:  # what the group lost before this reset, whatever the reset does
+        console.warn(f"{x.text()}; after the reset {x.reads_on()} at the earliest")
+    for part in the_plan.partitions:  # a time cannot part what was published at once
+        if part.skip_batch is not None:
+            console.warn(f"partition {part.partition}: the {part.skip:,} messages the reset skips share one "
+                         f"timestamp ({part.skip_batch}): a batch published at once, which no time can cut; the "
+                         "reset skips all of them")  # fmt: skip
 
 
 def _check_flags(

@@ -234,16 +234,17 @@ class Tail:
         beat.start()
         # the first look at the group after a random part of the interval: many tails started at once (a deployment)
         # do not all call GetGroup in the same second (51 of them met 429s in the limits benchmark's minute)
-        checked = self.clock.monotonic() - ASSIGNMENT_CHECK_S * (1 - self.jitter())
+        share, checked = self.jitter(), self.clock.monotonic()
+        first = True
         caught_up: set[int] = set()
         try:
             while True:
                 every = interval_for(
                     self.stats.members, GROUP_CALLS_SHARE, min(ASSIGNMENT_CHECK_S, o.rules.heartbeat_s)
                 )
-                if self.clock.monotonic() - checked >= every:
+                if self.clock.monotonic() - checked >= (every * share if first else every):
                     self._check_assignment()
-                    checked = self.clock.monotonic()
+                    checked, first = self.clock.monotonic(), False
                 limit = o.batch_limit
                 if o.max_messages is not None:
                     limit = min(limit or 10_000, o.max_messages - self.stats.written)

@@ -64,6 +64,8 @@ def test_two_instances_rebalance_and_lose_nothing(api_key, tmp_path):
         a_out, b_out = tmp_path / "a.out", tmp_path / "b.out"
         procs.append(spawn(config, "A", a_out, env))
         assert wait_for(lambda: len(values(a_out)) > 0, 20), a_out.with_suffix(".err").read_text()
+        # its first look at the group comes within the check interval (a random part of it): A holds all four
+        assert wait_for(lambda: "partitions held: 0, 1, 2, 3 (was none)" in a_out.with_suffix(".err").read_text(), 10)
         procs.append(spawn(config, "B", b_out, env))
         assert wait_for(
             lambda: (
