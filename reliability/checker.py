@@ -23,6 +23,9 @@ Anomalies (each must be 0):
   before the harness read them. When the samples around a write disagree, ownership changed in between and
   the write counts as owned (GetGroup is sampled every 400 ms, within the service's rate, so two quick handoffs
   are not visible).
+- repeated-in-process: a process wrote one (partition, offset) twice with no reset (UpdateGroup) between the two
+  writes. A process knows what it wrote: after a refused commit or a partition it lost and got back, it skips
+  what it wrote and commits past it; duplicates come only from another process (at-least-once).
 - crash: a process exited with another code than expected (130 for a tail stopped with SIGTERM, -9 for one
   the harness killed, 0 for the emulator stopped with SIGTERM), or printed a Python traceback.
 - uncommitted-at-end: after everything was consumed and every instance stopped cleanly, a partition's
@@ -57,6 +60,7 @@ ANOMALIES = (
     "out-of-order",
     "committed-backwards",
     "overlap",
+    "repeated-in-process",
     "crash",
     "uncommitted-at-end",
 )
@@ -195,6 +199,18 @@ def overlap(ix: Index, out: Kind) -> None:
                     )
 
 
+def repeated_in_process(ix: Index, out: Kind) -> None:
+    resets = [f for f in ix.h.faults if f.kind == "reset"]
+    for process, deliveries in ix.by_process.items():
+        first: dict[tuple[int, int], float] = {}
+        for d in deliveries:
+            at = (d.partition, d.offset)
+            if at in first and not any(r.end >= first[at] and r.t <= d.t for r in resets):
+                out.add(f"{process} wrote partition {d.partition} offset {d.offset} again at t={d.t:.3f} "
+                        f"(first at t={first[at]:.3f}), no reset between")  # fmt: skip
+            first[at] = d.t
+
+
 def crashes(exits: list[Exit], out: Kind) -> None:
     for e in exits:
         if e.code != e.expected or e.traceback:
@@ -219,6 +235,7 @@ def check(h: History) -> Report:
     out_of_order(ix, kinds["out-of-order"])
     committed_backwards(ix, kinds["committed-backwards"])
     overlap(ix, kinds["overlap"])
+    repeated_in_process(ix, kinds["repeated-in-process"])
     crashes(h.exits, kinds["crash"])
     uncommitted_at_end(ix, kinds["uncommitted-at-end"])
     per_fault, causes = figures(ix)

@@ -73,11 +73,13 @@ ANOMALY_CASES = {
     "unexpected": [*clean(), Delivered(3.2, "B#1", "B", -1, -1, "garbage line")],
     # B writes offset 1 of partition 0 with another message's value
     "inconsistent": [*clean(), write(3.2, "B", 0, 1, "r:0:3")],
-    # A goes back to offset 1 although the group had committed 1 (resuming would start at 2)
-    "out-of-order": [*clean(), write(3.2, "A", 0, 1)],
+    # A, restarted, goes back to offset 1 although the group had committed 1 (resuming would start at 2)
+    "out-of-order": [*clean(), Delivered(3.2, "A#2", "A", 0, 2, "r:0:2"), Delivered(3.3, "A#2", "A", 0, 1, "r:0:1")],
     "committed-backwards": [*clean(), sample(5.5, [2, 1])],
     # B writes three messages (more than one batch of 2) of partition 0 while GetGroup shows A owning it
     "overlap": [*clean(), write(3.2, "B", 0, 1), write(3.2, "B", 0, 2), write(3.3, "B", 0, 3)],
+    # A resumes after the committed offset (a legitimate resume) but writes again what it wrote itself
+    "repeated-in-process": [*clean(), write(3.2, "A", 0, 2), write(3.3, "A", 0, 3)],
     "crash": [*clean(), Exit(6.6, "C#1", "C", 1, 130, False)],
     "uncommitted-at-end": [
         *without(clean(), sample(5.0, [3, 1]), sample(6.0, [3, 1], source="final")),
@@ -103,8 +105,10 @@ def test_resuming_after_the_committed_offset_is_not_out_of_order():
     # A lost partition 0 after writing 0-3 uncommitted past 1, regained it and resumed at 2 (committed 1)
     events = [*without(clean(), sample(5.0, [3, 1])), write(3.5, "A", 0, 2), write(3.6, "A", 0, 3), sample(5.0, [3, 1])]
     report = check(History.of(events))
-    assert report.flagged() == set()
+    assert report.flagged() == {"repeated-in-process"}  # in order; only the process should have skipped them
     assert report.duplicates == 2
+    restarted = [replace(e, process="A#2") if e in events[-3:-1] else e for e in events]
+    assert check(History.of(restarted)).flagged() == set()  # another process: at-least-once allows it
 
 
 def test_starting_over_before_the_first_sample_is_a_resume_from_nothing_committed():
@@ -112,7 +116,7 @@ def test_starting_over_before_the_first_sample_is_a_resume_from_nothing_committe
     # again from its first message: the group on a new stream had committed nothing
     early = [*without(clean(), sample(0.5, [None, None])), write(0.1, "B", 1, 0), write(0.2, "B", 1, 1)]
     report = check(History.of(early))
-    assert report.flagged() == set(), {k: v.examples for k, v in report.anomalies.items() if v.count}
+    assert report.flagged() == {"repeated-in-process"}, {k: v.examples for k, v in report.anomalies.items() if v.count}
     assert report.duplicates == 2
 
 
@@ -120,10 +124,15 @@ def test_a_resume_after_an_offset_committed_between_two_samples_is_not_out_of_or
     # B wrote 0-1 of partition 1, committed 0 and lost the partition, both between the samples at 0.5 (nothing)
     # and 2.5 (1), then resumed at 1: the commit of 0 was never sampled, but it falls between the two
     events = [*clean(), write(2.3, "B", 1, 1)]
-    assert check(History.of(events)).flagged() == set()
+    assert check(History.of(events)).flagged() == {"repeated-in-process"}  # not out of order
     # a resume at an offset below what the window shows is still flagged
     events = [*without(clean(), sample(0.5, [None, None])), sample(1.5, [None, 1]), write(2.3, "B", 1, 1)]
-    assert check(History.of(events)).flagged() == {"out-of-order"}
+    assert check(History.of(events)).flagged() == {"out-of-order", "repeated-in-process"}
+
+
+def test_a_process_may_write_again_what_a_reset_moved_the_group_back_over():
+    events = [*clean(), Fault(3.15, "reset", 3.18), sample(3.19, [1, 1]), write(3.2, "A", 0, 2)]
+    assert "repeated-in-process" not in check(History.of(events)).flagged()
 
 
 def test_committed_may_move_backwards_across_a_reset():
