@@ -1,12 +1,19 @@
-"""CLI benchmark, all figures measured side by side in one run against one emulator process:
+"""CLI benchmark: what a user feels, each figure against a baseline measured in the same run.
 
 1. `ocigroup --help` wall time (target median <= 0.15 s), and that it imports neither oci nor pyspark;
-2. `ocigroup inspect` against `oci streaming stream group get` for the same group (target <= 0.5x);
-3. client CPU per message of `ocigroup tail` against a plain oci SDK loop (GetMessages, decode each value)
-   at 1 KiB messages (target <= 1/3). CPU per message is the slope between two run sizes, so start-up
-   cost is not counted as per-message cost.
+2. ONE `ocigroup inspect` against ONE `oci streaming stream group get` for the same group (target <= 0.33x), on
+   an emulator with the service's rate limits (5 requests/s per call) and a profile that paces itself, as
+   against the service. Each timed round follows IDLE_S without a request, so that no rate budget of the round
+   before is carried over (a person runs inspect once, not five times a second), and the two alternate round by
+   round, so that a loaded host slows both alike. Min and median of the rounds;
+3. inspects run back to back, no idle between them: mean wall per inspect, and inspects a minute. No target:
+   each inspect spends the same 5-a-second budgets (CreateCursor per stream, GetMessages per partition) that the
+   one before it spent less than a second ago, so its requests wait their turn;
+4. client CPU per message of `ocigroup tail` against a plain oci SDK loop (GetMessages, decode each value) at
+   1 KiB messages (target <= 0.2x), on an emulator without rate limits (CPU is measured here, not waits). CPU per
+   message is the slope between two run sizes, so start-up cost is not counted as per-message cost.
 
-Run: python -m benchmarks.cli_bench [--rounds 7] [--small 5000] [--large 95000]
+Run: python -m benchmarks.cli_bench [--rounds 7] [--small 5000] [--large 95000] [--lagging 6000]
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ import yaml
 
 from benchmarks import summary
 from benchmarks.harness import TENANCY, USER, BenchEmulator
+
+IDLE_S = 1.2  # before each timed inspect or group get: longer than the 1.1 s window the client counts 5 calls in
+BACK_TO_BACK = 10  # inspects run one after another for the back-to-back rate
 
 SDK_LOOP = r"""
 import base64, sys, oci
@@ -60,14 +70,133 @@ def median_wall(cmd: list[str], env: dict[str, str], rounds: int) -> float:
     return statistics.median(child_cpu(cmd, env)[0] for _ in range(rounds))
 
 
+def make_stream(ocig: list[str], env: dict[str, str], messages: int) -> str:
+    """Stream `bench` of 4 partitions with `messages` of 1 KiB, and group g (a cursor, no commit: it lags by all of
+    them); its OCID."""
+    quiet = {"env": env, "check": True, "stdout": subprocess.DEVNULL}
+    subprocess.run([*ocig, "streams", "create", "bench", "--partitions", "4"], **quiet)
+    value = base64.b64encode(os.urandom(768)).decode()  # 1 KiB of text per message
+    lines = "\n".join(f"{i:08d}{value}" for i in range(messages)) + "\n"
+    subprocess.run([*ocig, "publish"], input=lines.encode(), **quiet)
+    subprocess.run([*ocig, "cursor", "create", "g", "--instance", "bench"], **quiet)
+    shown = subprocess.run([*ocig, "streams", "show", "-o", "yaml"], env=env, capture_output=True, check=True)
+    return str(yaml.safe_load(shown.stdout)["id"])
+
+
+def oci_group_get(tmp: Path, emu: BenchEmulator, stream_id: str) -> list[str]:
+    """The official CLI's command for the same group, through a config file of its own for the emulator's key."""
+    oci_cli = shutil.which("oci", path=str(Path(sys.executable).parent))
+    if oci_cli is None:
+        sys.exit("the oci CLI is not installed beside this Python (pip install oci-cli)")
+    config = tmp / "oci-config"
+    config.write_text(
+        f"[DEFAULT]\nuser={USER}\ntenancy={TENANCY}\nfingerprint={emu.fingerprint}\n"
+        f"key_file={emu.key_file}\nregion=us-ashburn-1\n"
+    )
+    config.chmod(0o600)
+    return [oci_cli, "--config-file", str(config), "--endpoint", emu.url, "--no-retry",
+            "streaming", "stream", "group", "get", "--stream-id", stream_id, "--group-name", "g"]  # fmt: skip
+
+
+def one_after_idle(ours: list[str], theirs: list[str], env: dict[str, str], rounds: int) -> tuple[list[float], ...]:
+    """Walls of `ours` and `theirs`, each after IDLE_S without a request, alternating round by round."""
+    for cmd in (ours, theirs):  # warm-up: bytecode caches, and the state an installed tool keeps between runs
+        time.sleep(IDLE_S)
+        child_cpu(cmd, env)
+    walls: tuple[list[float], list[float]] = ([], [])
+    for i in range(rounds):
+        for j in (i % 2, 1 - i % 2):  # who goes first alternates too
+            time.sleep(IDLE_S)
+            walls[j].append(child_cpu((ours, theirs)[j], env)[0])
+    return walls
+
+
+def back_to_back(cmd: list[str], env: dict[str, str], count: int) -> float:
+    """Mean wall of `count` runs of `cmd`, one straight after the other (after an idle IDLE_S before the first)."""
+    time.sleep(IDLE_S)
+    t0 = time.perf_counter()
+    for _ in range(count):
+        child_cpu(cmd, env)
+    return (time.perf_counter() - t0) / count
+
+
+def inspect_figures(tmp: Path, exe: list[str], env: dict[str, str], args: argparse.Namespace) -> dict[str, object]:
+    """Inspect after an idle second against oci's group get, and inspects back to back, under the service's limits."""
+    tmp.mkdir()
+    with BenchEmulator(tmp, group="g", limits=True) as emu:
+        ocig = [*exe, "--config", str(emu.config)]
+        stream_id = make_stream(ocig, env, args.lagging)
+        inspect = [*ocig, "inspect", "g", "-o", "json"]
+        ours, theirs = one_after_idle(inspect, oci_group_get(tmp, emu, stream_id), env, args.rounds)
+        return {"ours": ours, "theirs": theirs, "b2b": back_to_back(inspect, env, args.back_to_back)}
+
+
+def tail_figures(tmp: Path, exe: list[str], env: dict[str, str], args: argparse.Namespace) -> tuple[float, ...]:
+    """Least client CPU of three runs, tail and the SDK loop, at both sizes (noise only ever adds CPU)."""
+    tmp.mkdir()
+    with BenchEmulator(tmp, group="g") as emu:
+        ocig = [*exe, "--config", str(emu.config)]
+        stream_id = make_stream(ocig, env, args.small + args.large)
+
+        def tail_cpu(n: int, group: str) -> float:
+            return min(
+                child_cpu([*ocig, "tail", f"{group}-{i}", "--instance", "bench", "-n", str(n)], env)[1]
+                for i in range(3)
+            )
+
+        def sdk_cpu(n: int, group: str) -> float:
+            argv = [USER, TENANCY, emu.fingerprint, str(emu.key_file), emu.url, stream_id]
+            return min(
+                child_cpu([sys.executable, "-c", SDK_LOOP, *argv, f"{group}-{i}", str(n)], env)[1] for i in range(3)
+            )
+
+        return (
+            tail_cpu(args.small, "t1"),
+            tail_cpu(args.large, "t2"),
+            sdk_cpu(args.small, "s1"),
+            sdk_cpu(args.large, "s2"),
+        )
+
+
+def report(help_s: float, inspect: dict[str, object], tail: tuple[float, ...], args: argparse.Namespace) -> None:
+    ours, theirs, b2b = inspect["ours"], inspect["theirs"], inspect["b2b"]
+    assert isinstance(ours, list) and isinstance(theirs, list) and isinstance(b2b, float)
+    med_ours, med_theirs = statistics.median(ours), statistics.median(theirs)
+    t_small, t_large, s_small, s_large = tail
+    span = args.large - args.small
+    tail_us, sdk_us = (t_large - t_small) / span * 1e6, (s_large - s_small) / span * 1e6
+    print(f"{'measurement':62} {'ours':>10} {'baseline':>10} {'ratio':>7}  target")
+    print(f"{'ocigroup --help (median wall)':62} {help_s:9.3f}s {'':>10} {'':>7}  <= 0.150 s")
+    print(
+        f"{'one inspect after an idle second vs oci group get (median)':62} {med_ours:9.3f}s "
+        f"{med_theirs:9.3f}s {med_ours / med_theirs:6.2f}x  <= 0.33x"
+    )
+    print(f"{'  the same, min of ' + str(args.rounds) + ' rounds':62} {min(ours):9.3f}s {min(theirs):9.3f}s "
+          f"{min(ours) / min(theirs):6.2f}x")  # fmt: skip
+    print(f"{'inspects back to back: mean wall each (the rate budget waits)':62} {b2b:9.3f}s {'':>10} {'':>7}  "
+          f"- ({60 / b2b:.0f} a minute)")  # fmt: skip
+    print(
+        f"{'tail vs plain SDK loop: client CPU per 1 KiB message':62} {tail_us:8.1f}us {sdk_us:8.1f}us "
+        f"{tail_us / sdk_us:6.2f}x  <= 0.20x"
+    )
+    print(f"(inspect rounds: ours {', '.join(f'{w:.3f}' for w in ours)}; oci {', '.join(f'{w:.3f}' for w in theirs)})")
+    print(f"(whole-run CPU for {args.large} messages: tail {t_large:.2f}s, SDK loop {s_large:.2f}s)")
+    summary.record("cli: ocigroup --help, median wall", help_s, None, "s", "<= 0.15 s", "-")
+    summary.record("cli: one inspect after 1 s idle vs oci group get, median", med_ours, med_theirs, "s", "<= 0.33x",
+                   "oci CLI")  # fmt: skip
+    summary.record("cli: inspects back to back, mean wall each (rate budgets)", b2b, None, "s", "-", "-")
+    summary.record("cli: tail client CPU per 1 KiB message", tail_us, sdk_us, "us", "<= 0.2x", "plain SDK loop")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--small", type=int, default=5_000)
     parser.add_argument("--large", type=int, default=95_000)
+    parser.add_argument("--lagging", type=int, default=6_000, help="messages inspect's group lags by (4 partitions)")
+    parser.add_argument("--back-to-back", type=int, default=BACK_TO_BACK)
     args = parser.parse_args()
     exe = [sys.executable, "-m", "ocigroup_cli"]
-    oci_cli = shutil.which("oci", path=str(Path(sys.executable).parent))
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         # like a user's machine: bytecode caches on (some sandboxes and CI set PYTHONDONTWRITEBYTECODE)
@@ -77,106 +206,10 @@ def main() -> None:
             "OCIGROUP_STATE_DIR": str(tmp / "state"),
             "OCI_CLI_SUPPRESS_FILE_PERMISSIONS_WARNING": "True",
         }
-        with BenchEmulator(tmp, group="g") as emu:
-            key_file, fp, url = emu.key_file, emu.fingerprint, emu.url
-            tenancy, user, config = TENANCY, USER, emu.config
-            oci_config = tmp / "oci-config"
-            oci_config.write_text(
-                f"[DEFAULT]\nuser={user}\ntenancy={tenancy}\nfingerprint={fp}\n"
-                f"key_file={key_file}\nregion=us-ashburn-1\n"
-            )
-            oci_config.chmod(0o600)
-            ocig = [*exe, "--config", str(config)]
-            subprocess.run(
-                [*ocig, "streams", "create", "bench", "--partitions", "4"],
-                env=env,
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
-            value = base64.b64encode(os.urandom(768)).decode()  # 1 KiB of text per message
-            lines = "\n".join(f"{i:08d}{value}" for i in range(args.small + args.large)) + "\n"
-            subprocess.run([*ocig, "publish"], input=lines.encode(), env=env, check=True, stdout=subprocess.DEVNULL)
-            stream_id = yaml.safe_load(
-                subprocess.run(
-                    [*ocig, "streams", "show", "-o", "yaml"], env=env, capture_output=True, check=True
-                ).stdout
-            )["id"]
-            subprocess.run(
-                [*ocig, "cursor", "create", "g", "--instance", "bench"], env=env, check=True, stdout=subprocess.DEVNULL
-            )
-
-            help_s = median_wall([*exe, "--help"], env, args.rounds)
-            inspect_s = median_wall([*ocig, "inspect", "g", "-o", "json"], env, args.rounds)
-            oci_s = (
-                median_wall(
-                    [
-                        oci_cli,
-                        "--config-file",
-                        str(oci_config),
-                        "--endpoint",
-                        url,
-                        "--no-retry",
-                        "streaming",
-                        "stream",
-                        "group",
-                        "get",
-                        "--stream-id",
-                        stream_id,
-                        "--group-name",
-                        "g",
-                    ],
-                    env,
-                    args.rounds,
-                )
-                if oci_cli
-                else float("nan")
-            )
-
-            def tail_cpu(n: int, group: str) -> float:  # least of three runs: noise only ever adds CPU
-                return min(
-                    child_cpu([*ocig, "tail", f"{group}-{i}", "--instance", "bench", "-n", str(n)], env)[1]
-                    for i in range(3)
-                )
-
-            def sdk_cpu(n: int, group: str) -> float:
-                return min(
-                    child_cpu(
-                        [
-                            sys.executable,
-                            "-c",
-                            SDK_LOOP,
-                            user,
-                            tenancy,
-                            fp,
-                            str(key_file),
-                            url,
-                            stream_id,
-                            f"{group}-{i}",
-                            str(n),
-                        ],
-                        env,
-                    )[1]
-                    for i in range(3)
-                )
-
-            t_small, t_large = tail_cpu(args.small, "t1"), tail_cpu(args.large, "t2")
-            s_small, s_large = sdk_cpu(args.small, "s1"), sdk_cpu(args.large, "s2")
-    span = args.large - args.small
-    tail_us, sdk_us = (t_large - t_small) / span * 1e6, (s_large - s_small) / span * 1e6
-    print(f"{'measurement':58} {'ours':>10} {'baseline':>10} {'ratio':>7}  target")
-    print(f"{'ocigroup --help (median wall)':58} {help_s:9.3f}s {'':>10} {'':>7}  <= 0.150 s")
-    print(
-        f"{'inspect vs oci streaming stream group get (median wall)':58} {inspect_s:9.3f}s {oci_s:9.3f}s "
-        f"{inspect_s / oci_s:6.2f}x  <= 0.50x"
-    )
-    print(
-        f"{'tail vs plain SDK loop: client CPU per 1 KiB message':58} {tail_us:8.1f}us {sdk_us:8.1f}us "
-        f"{tail_us / sdk_us:6.2f}x  <= 0.33x"
-    )
-    summary.record("cli: ocigroup --help, median wall", help_s, None, "s", "<= 0.15 s", "-")
-    summary.record("cli: inspect vs oci stream group get, median wall", inspect_s, oci_s, "s", "<= 0.5x", "oci CLI")
-    summary.record("cli: tail client CPU per 1 KiB message", tail_us, sdk_us, "us", "<= 0.33x", "plain SDK loop")
-    print(f"(whole-run CPU for {args.large} messages: tail {t_large:.2f}s, SDK loop {s_large:.2f}s)")
+        help_s = median_wall([*exe, "--help"], env, args.rounds)
+        inspect = inspect_figures(tmp / "limited", exe, env, args)
+        tail = tail_figures(tmp / "unlimited", exe, env, args)
+    report(help_s, inspect, tail, args)
 
 
 if __name__ == "__main__":

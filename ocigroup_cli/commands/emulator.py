@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
-import sqlite3
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -110,6 +108,8 @@ def serve(
         tls_cert=None if tls_cert is None else str(tls_cert),
         tls_key=None if tls_key is None else str(tls_key),
     )
+    import logging  # here, not at the top: every other command would pay for its import
+
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(message)s")
     _serve_until_stopped(config)
 
@@ -147,6 +147,8 @@ def _fault_plan(faults: str, latency_ms: float, seed: int) -> FaultPlan:
 
 
 def _bind(config: ServerConfig) -> EmulatorServer:
+    import sqlite3
+
     from ocigroup_cli.core.clock import ManualClock, SystemClock
     from ocigroup_cli.emulator.server import EmulatorServer
 

@@ -45,6 +45,8 @@ def environment() -> list[tuple[str, str]]:
         ("XDG_STATE_HOME", "Base of the default state directory (default ~/.local/state)."),
         ("NO_COLOR", "When set, nothing is coloured and no escape sequence is written."),
         ("TERM", "dumb (or unknown): no escape sequences, as with NO_COLOR."),
+        ("FORCE_COLOR", "Set and not empty: colour and escape sequences even where output is not a terminal."),
+        ("TTY_COMPATIBLE", "1: output is treated as a terminal, as with FORCE_COLOR; 0: never as one."),
         ("COLUMNS", "Width to draw tables and help at (else the terminal's own width)."),
         ("https_proxy", "Proxy (http://[user:password@]host:port) for https endpoints; HTTPS_PROXY too."),
         ("http_proxy", "Proxy for plain http endpoints that are not loopback; HTTP_PROXY too."),
