@@ -67,7 +67,9 @@ def test_core_uses_only_the_standard_library():
     for path in (PACKAGE / "core").rglob("*.py"):
         for name in imports(path):
             top = name.split(".")[0]
-            assert top in sys.stdlib_module_names or top in ("__future__", "ocigroup_cli"), f"{path.name}: {name}"
+            # pybase64: binascii's base64 in SIMD, a codec with no state or I/O (tail's CPU per message)
+            allowed = ("__future__", "ocigroup_cli", "pybase64")
+            assert top in sys.stdlib_module_names or top in allowed, f"{path.name}: {name}"
 
 
 def test_help_does_not_import_oci_or_pyspark():
