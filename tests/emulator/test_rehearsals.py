@@ -63,7 +63,10 @@ def test_every_rehearsal_is_run():
 def test_messages_lost_past_retention_then_the_printed_command(rehearse):
     _, out, scratch = rehearse("Rehearse: messages lost past retention", clean_up=False)
     assert "read-1\nread-2\nread-3\n" in out and "tail exited 6" in out, out
-    assert re.search(r'"lost_partitions": \[\s+0\s+\]', out) and "committed offset 2 has left retention" in out, out
+    assert re.search(r'"lost_partitions": \[\s+0\s+\]', out), out
+    # the third message's offset: the emulator, like the service, may leave gaps between offsets
+    committed = re.search(r'"lost": \{\s+"committed_offset": (\d+)', out)
+    assert committed and f"committed offset {committed.group(1)} has left retention" in out, out
     printed = re.findall(r"^  (ocigroup reset billing --to \S+ --execute --force --yes)$", out, re.MULTILINE)
     assert printed, out
     env = proc.clean_env(scratch.parent / "state", OCIGROUP_CONFIG=str(scratch / "ocigroup.yaml"))
