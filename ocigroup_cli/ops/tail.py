@@ -234,17 +234,16 @@ class Tail:
         beat.start()
         # the first look at the group after a random part of the interval: many tails started at once (a deployment)
         # do not all call GetGroup in the same second (51 of them met 429s in the limits benchmark's minute)
-        share, checked = self.jitter(), self.clock.monotonic()
-        first = True
+        share, checked = self.jitter(), self.clock.monotonic()  # the first wait a share of the interval, then all
         caught_up: set[int] = set()
         try:
             while True:
                 every = interval_for(
                     self.stats.members, GROUP_CALLS_SHARE, min(ASSIGNMENT_CHECK_S, o.rules.heartbeat_s)
                 )
-                if self.clock.monotonic() - checked >= (every * share if first else every):
+                if self.clock.monotonic() - checked >= every * share:
                     self._check_assignment()
-                    checked, first = self.clock.monotonic(), False
+                    checked, share = self.clock.monotonic(), 1.0
                 limit = o.batch_limit
                 if o.max_messages is not None:
                     limit = min(limit or 10_000, o.max_messages - self.stats.written)
