@@ -162,14 +162,16 @@ def _between_samples(ix: Index, d: Delivered, shown: list[int | None], later: in
     return bool(values) and min(values) <= below <= max([*values, -1 if later is None else later])
 
 
+def reset_between(ix: Index, t1: float, t2: float) -> bool:
+    """A reset (UpdateGroup) overlapped the time from t1 to t2: the group may have been moved back meanwhile."""
+    return any(f.kind == "reset" and f.t <= t2 and f.end >= t1 for f in ix.h.faults)
+
+
 def committed_backwards(ix: Index, out: Kind) -> None:
-    resets = [f for f in ix.h.faults if f.kind == "reset"]
     for p, timeline in ix.committed_ordered.items():
         pairs = list(zip(timeline.times, timeline.values, strict=True))
         for (t1, c1), (t2, c2) in pairwise(pairs):
-            if (-1 if c2 is None else c2) < (-1 if c1 is None else c1) and not any(
-                r.t <= t2 and r.end >= t1 for r in resets
-            ):
+            if (-1 if c2 is None else c2) < (-1 if c1 is None else c1) and not reset_between(ix, t1, t2):
                 out.add(f"partition {p}: committed {c1} at t={t1:.3f} then {c2} at t={t2:.3f}, no reset between")
 
 
@@ -200,12 +202,11 @@ def overlap(ix: Index, out: Kind) -> None:
 
 
 def repeated_in_process(ix: Index, out: Kind) -> None:
-    resets = [f for f in ix.h.faults if f.kind == "reset"]
     for process, deliveries in ix.by_process.items():
         first: dict[tuple[int, int], float] = {}
         for d in deliveries:
             at = (d.partition, d.offset)
-            if at in first and not any(r.end >= first[at] and r.t <= d.t for r in resets):
+            if at in first and not reset_between(ix, first[at], d.t):
                 out.add(f"{process} wrote partition {d.partition} offset {d.offset} again at t={d.t:.3f} "
                         f"(first at t={first[at]:.3f}), no reset between")  # fmt: skip
             first[at] = d.t
