@@ -13,8 +13,8 @@ from typing import Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands import cursor, emulator, export, groups, inspect, profile, publish, reset, streams, tail
 from ocigroup_cli.commands.common import Globals, stream_choice
+from ocigroup_cli.commands.lazy import Lazy, LazyGroup
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.delivery import failure
 from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone
@@ -34,9 +34,32 @@ def _keep_flags_whole() -> None:
     textwrap_of_click.TextWrapper = Whole  # type: ignore[misc]
 
 
+class Commands(LazyGroup):
+    """Each command's module is imported when it is used (ocigroup_cli/commands/lazy.py)."""
+
+    table = {
+        "publish": Lazy("ocigroup_cli.commands.publish", "publish",
+                        "Publish messages (arguments, lines or stdin) to the stream."),
+        "inspect": Lazy("ocigroup_cli.commands.inspect", "inspect",
+                        "Owners, commits, lag, balance and health of a group."),
+        "reset": Lazy("ocigroup_cli.commands.reset", "reset", "Plan, then apply, a new position for a group."),
+        "tail": Lazy("ocigroup_cli.commands.tail", "tail",
+                     "Consume a group as one instance, committing what was written."),
+        "emulator": Lazy("ocigroup_cli.commands.emulator", "app", "Run the bundled local OCI Streaming emulator."),
+        "streams": Lazy("ocigroup_cli.commands.streams", "app", "List, show and create streams."),
+        "groups": Lazy("ocigroup_cli.commands.groups", "app", "The consumer groups known here."),
+        "profile": Lazy("ocigroup_cli.commands.profile", "app",
+                        "Show and check profiles; write one as an OCI config file."),
+        "cursor": Lazy("ocigroup_cli.commands.cursor", "app", "Create group cursors and partition cursors."),
+        "export": Lazy("ocigroup_cli.commands.export", "app",
+                       "Export a partition range for audit (Spark) with a manifest; verify an export."),
+    }  # fmt: skip
+
+
 _keep_flags_whole()
 app = typer.Typer(
     name="ocigroup",
+    cls=Commands,
     help="Operate OCI Streaming consumer groups: cursors, tail, inspect, reset, audit export; "
     "with a bundled local emulator.",
     no_args_is_help=True,
@@ -45,18 +68,6 @@ app = typer.Typer(
     add_completion=True,
     context_settings={"max_content_width": 120},  # help uses up to 120 columns of a wider terminal (Click: 80)
 )
-app.add_typer(emulator.app, name="emulator")
-app.add_typer(streams.app, name="streams")
-app.add_typer(groups.app, name="groups")
-app.add_typer(profile.app, name="profile")
-app.add_typer(cursor.app, name="cursor")
-app.add_typer(export.app, name="export")
-# the command list shows these whole (Click cuts a docstring's first sentence to fit, ending it in "...")
-app.command(name="publish", short_help="Publish messages (arguments, lines or stdin) to the stream.")(publish.publish)
-app.command(name="inspect", short_help="Owners, commits, lag, balance and health of a group.")(inspect.inspect)
-app.command(name="reset", short_help="Plan, then apply, a new position for a group.")(reset.reset)
-app.command(name="tail", short_help="Consume a group as one instance, committing what was written.")(tail.tail)
-
 
 def _version(ctx: typer.Context, value: bool) -> None:
     if value and not ctx.resilient_parsing:  # not while the shell is completing a command line

@@ -282,12 +282,14 @@ def _look(
     from ocigroup_cli.ops.groups import group_missing, in_use_since, remember, seen, unknown
     from ocigroup_cli.ops.health import assess, record
     from ocigroup_cli.ops.inspect import describe, gone_view
+    from ocigroup_cli.ops import lastlook
     from ocigroup_cli.ops.newest import last_seen, note_seen
 
     hints = before.newest_ms() if before else last_seen(s.stream.id)
+    carried, sizer = lastlook.load(s.stream.id, group, lag_cap)
     try:
-        view = describe(s.client, s.stream, group, now_ms, lag_cap, hints, before, in_use_ms=in_use_since(s.stream.id,
-                        group))  # fmt: skip
+        view = describe(s.client, s.stream, group, now_ms, lag_cap, hints, before.reaches if before else carried,
+                        in_use_ms=in_use_since(s.stream.id, group), sizer=sizer)  # fmt: skip
     except NotFound as exc:
         if not group_missing(exc):
             raise
@@ -298,6 +300,7 @@ def _look(
     if before is None and view.gone is None:
         remember(s.stream.id, group, now_ms)
     note_seen(s.stream.id, view.newest_ms())
+    lastlook.save(s.stream.id, group, lag_cap, view.reaches, sizer)
     if window_ms is not None:
         return view, assess(view, s.stream.id, now_ms, window_ms)
     with contextlib.suppress(ConfigError):

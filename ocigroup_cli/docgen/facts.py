@@ -119,6 +119,11 @@ FILES = (
     ),
     File("newest.json", "Where inspect last found each partition's newest message, probed first the next time."),
     File(
+        "looks.json",
+        "inspect's last look at each group (counts, offsets and times, a cursor past each partition's newest "
+        "message; no message values): the next run within 4 minutes reads on from there.",
+    ),
+    File(
         "health/",
         "Samples of inspect --health (the last 200 per stream and group), judged over --health-window.",
     ),

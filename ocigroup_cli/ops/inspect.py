@@ -16,6 +16,7 @@ from ocigroup_cli.core.gone import Gone
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP
 from ocigroup_cli.core.loss import Loss, resume_at
 from ocigroup_cli.core.models import Reservation, StreamInfo
+from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.ops.reach import Look, Reach, measure
@@ -180,14 +181,16 @@ def describe(
     now_ms: int,
     lag_cap: int = DEFAULT_LAG_CAP,
     hints: dict[int, int] | None = None,
-    before: GroupView | None = None,
+    before: dict[int, Reach] | None = None,
     given: tuple[list[Reservation], dict[int, Reach]] | None = None,
     in_use_ms: int | None = None,
+    sizer: Sizer | None = None,
 ) -> GroupView:
-    """The group now; `hints`: where each partition's newest message was last time (epoch ms); `before`: the last
-    look (a --watch refresh), read on from where it ended; `given`: the group's reservations and the reaches
-    already measured (ops/shared_reach.py), the other partitions measured here; `in_use_ms`: when the group is
-    known to have been in use (a partition it never committed may then have lost messages)."""
+    """The group now; `hints`: where each partition's newest message was last time (epoch ms); `before`: the
+    reaches of the last look (a --watch refresh, or the last run: ops/lastlook.py), read on from where they ended;
+    `given`: the group's reservations and the reaches already measured (ops/shared_reach.py), the other
+    partitions measured here; `in_use_ms`: when the group is known to have been in use (a partition it never
+    committed may then have lost messages); `sizer`: how many messages to ask for per answer (learns as it reads)."""
     hints = hints or {}
     found, known = given if given is not None else (client.get_group(stream, group), {})
     reservations = {r.partition: r for r in found}
@@ -195,7 +198,8 @@ def describe(
         p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)
     }
     rest = {p: c for p, c in committed_of.items() if p not in known}
-    measured = _reaches(client, stream, rest, Look(lag_cap, now_ms, in_use_ms), hints, before.reaches if before else {})
+    look = Look(lag_cap, now_ms, in_use_ms, sizer or Sizer())
+    measured = _reaches(client, stream, rest, look, hints, before or {})
     reaches = {**known, **measured}
     views = []
     for p in range(stream.partitions):

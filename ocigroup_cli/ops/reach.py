@@ -27,6 +27,7 @@ from ocigroup_cli.core.loss import Loss
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.newest import Search
 from ocigroup_cli.core.sizing import Sizer
+from ocigroup_cli.errors import BadRequest
 from ocigroup_cli.ops.positions import open_partition
 
 PROBE_PAGE = 1_000  # messages a probe reads before it calls what it found "more"
@@ -84,8 +85,11 @@ def measure(
 ) -> Reach:
     """Count the messages after `committed` up to the cap (or COUNT_BYTES), and find the newest message
     (`hint_ms`: where it was last time; `before`: the last look's reach, read on from where it ended)."""
-    if before is not None and before.past_newest is not None and look.now_ms - before.at_ms < REUSE_MS:
-        again = _read_on(client, stream, partition, committed, look, before)
+    if before is not None and before.past_newest is not None and 0 <= look.now_ms - before.at_ms < REUSE_MS:
+        try:
+            again = _read_on(client, stream, partition, committed, look, before)
+        except BadRequest:  # the cursor is refused (expired, from an emulator since wiped, past retention): count
+            again = None
         if again is not None:
             look.found(again.newest)
             return again

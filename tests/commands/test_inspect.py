@@ -90,7 +90,7 @@ def test_the_next_run_probes_where_the_newest_message_was_first(cli, sdk, clock,
     first = json.loads(cli("inspect", "--lag-cap", "10", "-o", "json").out)
     searched, probes[:] = len(probes), []
     sdk.put(sid, [("same-key", "new")])  # fewer than a probe's page arrive before the next run
-    clock.advance_ms(60_000)
+    clock.advance_ms(5 * 60_000)  # the last run's cursors have expired: no reading on from them (ops/lastlook.py)
     second = json.loads(cli("inspect", "--lag-cap", "10", "-o", "json").out)
     (before,) = [p for p in first["partitions"] if p["lag_capped"]]
     (after,) = [p for p in second["partitions"] if p["lag_capped"]]
@@ -237,6 +237,7 @@ def test_a_watch_refresh_reads_on_from_where_the_last_one_ended(cli, sdk, clock)
     first, second = _refreshes(r.err)
     assert first.count("CreateCursor") >= 4 and "CreateCursor" not in second, (first, second)
     watched = [json.loads(line) for line in r.out.splitlines()][-1]
+    clock.advance_ms(5 * 60_000)  # the watch's cursors expired: this run counts afresh (not from looks.json)
     fresh = json.loads(cli("inspect", "--lag-cap", "10", "-o", "json").out)
     keys = ("lag_messages", "lag_capped", "lag_at_most", "newest_offset", "next_offset", "committed_offset")
     assert [[p[k] for k in keys] for p in watched["partitions"]] == [[p[k] for k in keys] for p in fresh["partitions"]]
@@ -278,3 +279,79 @@ def test_one_group_and_all_groups_give_the_same_lag_past_the_cap(cli, sdk):
     assert cli("inspect", "--lag-cap", "10", "--fail-on-lag", "299").code == 5
     assert cli("inspect", "--all-groups", "--lag-cap", "10", "--fail-on-lag", "299").code == 5
     assert cli("inspect", "--lag-cap", "10", "--fail-on-lag", "300").code == 0
+
+
+KEYS = ("lag_messages", "lag_capped", "lag_at_most", "newest_offset", "next_offset", "committed_offset")
+
+
+def _figures(out: str) -> list[list[object]]:
+    return [[p[k] for k in KEYS] for p in json.loads(out)["partitions"]]
+
+
+def _counted_afresh(cli, tmp_path, *args: str) -> str:
+    """What a run without the last look finds (ops/lastlook.py's file moved aside, then put back)."""
+    looks = tmp_path / "state" / "looks.json"
+    kept = looks.read_bytes()
+    looks.unlink()
+    try:
+        r = cli("-v", "inspect", *args, "-o", "json")
+        assert r.code == 0 and "CreateCursor" in r.err, r.err
+        return r.out
+    finally:
+        looks.write_bytes(kept)
+
+
+def test_the_next_run_reads_on_from_where_the_last_run_ended(cli, sdk, clock, tmp_path):
+    """The next run within the cursors' life reads on from the cursors the last run left past each partition's
+    newest message (no CreateCursor, nothing waiting read again), and finds the figures a fresh count finds."""
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    sdk.put(sid, [("same-key", f"w{i}") for i in range(30)])  # one partition past the cap of 10
+    sdk.group_cursor(sid, "billing", "a")
+    first = cli("-v", "inspect", "--lag-cap", "10", "-o", "json")
+    assert first.code == 0 and first.err.count("CreateCursor") >= 4, first.err
+    sdk.put(sid, [(f"k{i}", f"late{i}") for i in range(8)])
+    clock.advance_ms(60_000)
+    second = cli("-v", "inspect", "--lag-cap", "10", "-o", "json")
+    assert second.code == 0 and "CreateCursor" not in second.err, second.err
+    assert second.err.count("GetMessages") <= 2 * 4  # per partition what arrived since, then the empty answer
+    assert json.loads(second.out)["totals"]["lag_at_most"] == json.loads(first.out)["totals"]["lag_at_most"] + 8
+    assert _figures(second.out) == _figures(_counted_afresh(cli, tmp_path, "--lag-cap", "10"))
+    other_cap = cli("-v", "inspect", "--lag-cap", "20", "-o", "json")  # a count up to another cap: afresh
+    assert other_cap.err.count("CreateCursor: 200") >= 4, other_cap.err
+    assert _figures(other_cap.out) == _figures(_counted_afresh(cli, tmp_path, "--lag-cap", "20"))
+
+
+def test_the_next_run_counts_again_where_the_committed_offset_moved(cli, sdk, clock, tmp_path):
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    a = sdk.group_cursor(sid, "billing", "a")
+    assert cli("inspect", "-o", "json").code == 0
+    got, cursor = sdk.get(sid, a, limit=5)
+    sdk.get(sid, cursor, limit=1)  # commits those five, on one partition
+    clock.advance_ms(10_000)
+    r = cli("-v", "inspect", "-o", "json")
+    assert r.code == 0 and r.err.count("CreateCursor") == 1, r.err  # the one partition whose commit moved
+    assert json.loads(r.out)["totals"]["lag_messages"] == 40 - 5
+    assert _figures(r.out) == _figures(_counted_afresh(cli, tmp_path))
+
+
+def test_a_last_look_that_cannot_be_used_means_a_full_count(cli, sdk, clock, tmp_path):
+    """Cursors the service refuses (expired, from an emulator since wiped) and a damaged file are not errors: the
+    run counts as if there were no last look."""
+    sid = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", name="orders").data[0].id
+    sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(40)])
+    sdk.group_cursor(sid, "billing", "a")
+    fresh = cli("inspect", "-o", "json")
+    looks = tmp_path / "state" / "looks.json"
+    doc = json.loads(looks.read_text())
+    for entry in doc.values():
+        for reach in entry["reaches"].values():
+            reach["past"] = "bm90IGEgY3Vyc29y"  # not a cursor this service made
+    looks.write_text(json.dumps(doc))
+    refused = cli("-v", "inspect", "-o", "json")
+    assert refused.code == 0 and refused.err.count("CreateCursor: 200") == 4, refused.err
+    assert _figures(refused.out) == _figures(fresh.out)
+    looks.write_text('{"half a file')
+    damaged = cli("inspect", "-o", "json")
+    assert damaged.code == 0 and _figures(damaged.out) == _figures(fresh.out)
