@@ -3,9 +3,9 @@ instance or resource principal. The SDK is imported only for the last three."""
 
 from __future__ import annotations
 
-import configparser
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,22 @@ def permission_warning(path: Path) -> str | None:
     return None
 
 
-def load_private_key(path_text: str, pass_phrase: str | None, what: str, no_pass_hint: str = PASS_IN_CONFIG) -> Any:
-    from cryptography.hazmat.primitives import serialization
+def _pem_loader() -> Callable[..., Any]:
+    """cryptography's `serialization.load_pem_private_key`, which is the loader of its Rust bindings itself: taken
+    from there, as importing the `serialization` package also imports its SSH and PKCS#12 support (about 20 ms of
+    every command's start). The public name is the fallback, should a release move the loader
+    (tests/client/test_auth_key.py checks that both are one function)."""
+    try:
+        from cryptography.hazmat.bindings._rust import openssl
 
+        return openssl.keys.load_pem_private_key  # type: ignore[no-any-return]
+    except (ImportError, AttributeError):
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        return load_pem_private_key
+
+
+def load_private_key(path_text: str, pass_phrase: str | None, what: str, no_pass_hint: str = PASS_IN_CONFIG) -> Any:
     path = Path(path_text).expanduser()
     try:
         data = path.read_bytes()
@@ -51,7 +64,7 @@ def load_private_key(path_text: str, pass_phrase: str | None, what: str, no_pass
     try:
         # skipping the RSA consistency check saves ~30 ms per start; the key only signs our own requests,
         # and a damaged key still fails verification at the service
-        return serialization.load_pem_private_key(
+        return _pem_loader()(
             data, password=pass_phrase.encode() if pass_phrase else None, unsafe_skip_rsa_key_validation=True
         )
     except TypeError:
@@ -62,13 +75,10 @@ def load_private_key(path_text: str, pass_phrase: str | None, what: str, no_pass
 
 
 def fingerprint_of(private_key: Any) -> str:
-    from cryptography.hazmat.primitives import serialization
+    # the enums `serialization` re-exports, from their own module (which signing's padding imports anyway)
+    from cryptography.hazmat.primitives._serialization import Encoding, PublicFormat
 
-    return keys.fingerprint(
-        private_key.public_key().public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
+    return keys.fingerprint(private_key.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo))
 
 
 def _api_key(
@@ -87,6 +97,8 @@ def _api_key(
 def oci_config_values(profile: Profile) -> dict[str, str]:
     """The profile's section of its OCI config file (auth.config_file [auth.config_profile]), with the keys that
     signing needs checked (oci_config and security_token methods)."""
+    import configparser  # only for the methods that read an OCI config file
+
     path = Path(profile.settings.auth.config_file).expanduser()
     section = profile.settings.auth.config_profile
     parser = configparser.ConfigParser(interpolation=None)

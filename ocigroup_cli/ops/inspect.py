@@ -6,7 +6,7 @@ cursor, up to a cap; past the cap, the newest offset (found by probing, ops/reac
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -159,19 +159,28 @@ def _reaches(
         return {p: one(client, p) for p in partitions}
     clients = [client] + [client.clone() for _ in range(workers - 1)]
     shards = [partitions[i::workers] for i in range(workers)]
+    results: dict[int, Reach] = {}
+    failed: list[BaseException] = []
 
-    def run(i: int) -> dict[int, Reach]:
-        return {p: one(clients[i], p) for p in shards[i]}
+    def run(i: int) -> None:
+        try:
+            results.update({p: one(clients[i], p) for p in shards[i]})
+        except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+            failed.append(exc)
 
+    # plain threads: concurrent.futures would import logging too, about 10 ms of every inspect's start
+    threads = [threading.Thread(target=run, args=(i,), name=f"lag-{i}", daemon=True) for i in range(workers)]
     try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            results: dict[int, Reach] = {}
-            for part in pool.map(run, range(workers)):
-                results.update(part)
-            return results
-    finally:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:  # Ctrl-C while waiting: the connections close under the reads, the daemon threads end with the process
         for c in clients[1:]:
             c.close()
+    if failed:
+        raise failed[0]
+    return results
 
 
 def describe(
