@@ -102,7 +102,10 @@ def oci_group_get(tmp: Path, emu: BenchEmulator, stream_id: str) -> list[str]:
             "streaming", "stream", "group", "get", "--stream-id", stream_id, "--group-name", "g"]  # fmt: skip
 
 
-def one_after_idle(runs: list[tuple[list[str], Callable[[], None]]], env: dict[str, str], rounds: int) -> list[list[float]]:
+Run = tuple[list[str], Callable[[], None]]  # a command and what to do before it
+
+
+def one_after_idle(runs: list[Run], env: dict[str, str], rounds: int) -> list[list[float]]:
     """Walls of each command (after its set-up), each after IDLE_S without a request, in turn round by round, the
     order rotating so that each goes first as often as the others."""
     for cmd, setup in runs:  # warm-up: bytecode caches, and the state an installed tool keeps between runs
@@ -199,8 +202,10 @@ def report(help_s: float, inspect: dict[str, object], tail: tuple[float, ...], a
         f"{'tail vs plain SDK loop: client CPU per 1 KiB message':62} {tail_us:8.1f}us {sdk_us:8.1f}us "
         f"{tail_us / sdk_us:6.2f}x  <= 0.20x"
     )
-    print(f"(inspect rounds: ours {', '.join(f'{w:.3f}' for w in ours)}; oci {', '.join(f'{w:.3f}' for w in theirs)}; "
-          f"first looks {', '.join(f'{w:.3f}' for w in cold)})")
+    print(
+        f"(inspect rounds: ours {', '.join(f'{w:.3f}' for w in ours)}; oci {', '.join(f'{w:.3f}' for w in theirs)}; "
+        f"first looks {', '.join(f'{w:.3f}' for w in cold)})"
+    )
     print(f"(whole-run CPU for {args.large} messages: tail {t_large:.2f}s, SDK loop {s_large:.2f}s)")
     summary.record("cli: ocigroup --help, median wall", help_s, None, "s", "<= 0.15 s", "-")
     summary.record("cli: one inspect after 1 s idle vs oci group get, median", med_ours, med_theirs, "s", "<= 0.33x",

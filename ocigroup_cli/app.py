@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 
@@ -37,7 +37,7 @@ def _keep_flags_whole() -> None:
 class Commands(LazyGroup):
     """Each command's module is imported when it is used (ocigroup_cli/commands/lazy.py)."""
 
-    table = {
+    table: ClassVar[dict[str, Lazy]] = {
         "publish": Lazy("ocigroup_cli.commands.publish", "publish",
                         "Publish messages (arguments, lines or stdin) to the stream."),
         "inspect": Lazy("ocigroup_cli.commands.inspect", "inspect",
@@ -68,6 +68,7 @@ app = typer.Typer(
     add_completion=True,
     context_settings={"max_content_width": 120},  # help uses up to 120 columns of a wider terminal (Click: 80)
 )
+
 
 def _version(ctx: typer.Context, value: bool) -> None:
     if value and not ctx.resilient_parsing:  # not while the shell is completing a command line

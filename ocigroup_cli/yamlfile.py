@@ -2,21 +2,33 @@
 
 Only plain YAML types are accepted (no python tags). Aliases are allowed but the document is bounded
 (size and node count), so a "billion laughs" file is refused quickly instead of exploding.
+
+A file parsed before is taken from `profiles.json` in the state directory, found by the SHA-256 of its bytes:
+PyYAML's import alone is about 20 ms of every command's start, and the profile file seldom changes. Only what
+JSON gives back unchanged is kept there (a document with a YAML timestamp is parsed each time); a file that
+does not parse is never kept, so its error is found and shown every time. Best effort: an unreadable or
+unwritable state directory only means parsing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+from ocigroup_cli.errors import ConfigError, OcigroupError
+from ocigroup_cli.paths import read_json_object, replace_file, state_dir
 
-from ocigroup_cli.errors import ConfigError
+if TYPE_CHECKING:
+    import yaml
 
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 20_000
 _PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")}
 Lines = dict[tuple[str, ...], int]
+KEEP_PARSED = 8  # files whose parse is kept (the oldest dropped)
 
 
 def load(path: Path) -> tuple[Any, Lines]:
@@ -29,6 +41,40 @@ def load(path: Path) -> tuple[Any, Lines]:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror}).") from None
     if len(raw) > MAX_BYTES:
         raise ConfigError(f"{path}: the file is larger than {MAX_BYTES} bytes; a profile file is much smaller.")
+    digest = hashlib.sha256(raw).hexdigest()
+    kept = _parsed(digest)
+    if kept is not None:
+        return kept
+    doc, lines = _parse(path, raw)
+    _keep(digest, doc, lines)
+    return doc, lines
+
+
+def _cache() -> Path:
+    return state_dir() / "profiles.json"
+
+
+def _parsed(digest: str) -> tuple[Any, Lines] | None:
+    with contextlib.suppress(OcigroupError, TypeError, ValueError, KeyError):
+        entry = read_json_object(_cache())[digest]
+        return entry["doc"], {tuple(keys): int(line) for keys, line in entry["lines"]}
+    return None
+
+
+def _keep(digest: str, doc: Any, lines: Lines) -> None:
+    entry = {"doc": doc, "lines": [[list(keys), line] for keys, line in lines.items()]}
+    with contextlib.suppress(OcigroupError, OSError, TypeError, ValueError):
+        if json.loads(json.dumps(entry, allow_nan=False))["doc"] != doc:
+            return  # JSON would not give this document back as it is
+        parsed = read_json_object(_cache())
+        parsed.pop(digest, None)
+        parsed[digest] = entry
+        replace_file(_cache(), json.dumps(dict(list(parsed.items())[-KEEP_PARSED:])), private=True)
+
+
+def _parse(path: Path, raw: bytes) -> tuple[Any, Lines]:
+    import yaml
+
     try:
         text = raw.decode("utf-8")
         node = yaml.compose(text, Loader=yaml.SafeLoader)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ocigroup_cli"
@@ -90,11 +91,11 @@ def _commands_loaded(*argv: str) -> list[str]:
     import sys
 
     code = (
-        f"import sys; from ocigroup_cli.app import run; run({list(argv)!r}); "
-        "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('ocigroup_cli.commands.')))"
+        f"import json, sys; from ocigroup_cli.app import run; run({list(argv)!r}); "
+        "print(json.dumps(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('ocigroup_cli.commands.'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
-    return eval(out.strip().splitlines()[-1])  # noqa: S307 - a list of names this test printed
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def test_a_command_imports_its_own_module_only():
@@ -106,7 +107,6 @@ def test_a_command_imports_its_own_module_only():
                                                      "outage"]  # fmt: skip
     assert _commands_loaded("streams", "--help") == ["common", "lazy", "streams"]
     assert {"tail", "reset", "export", "emulator"} <= set(Commands.table)
-
 
 
 def test_functions_stay_short():

@@ -44,7 +44,7 @@ def _pem_loader() -> Callable[..., Any]:
     try:
         from cryptography.hazmat.bindings._rust import openssl
 
-        return openssl.keys.load_pem_private_key  # type: ignore[no-any-return]
+        return openssl.keys.load_pem_private_key
     except (ImportError, AttributeError):
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
 

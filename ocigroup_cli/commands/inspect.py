@@ -279,10 +279,10 @@ def _look(
     `before` or the last run), remembered for the next look and run, and judged over `window_ms` if given (a
     health sample is kept either way, where the state directory can be written)."""
     from ocigroup_cli.errors import ConfigError, NotFound
+    from ocigroup_cli.ops import lastlook
     from ocigroup_cli.ops.groups import group_missing, in_use_since, remember, seen, unknown
     from ocigroup_cli.ops.health import assess, record
     from ocigroup_cli.ops.inspect import describe, gone_view
-    from ocigroup_cli.ops import lastlook
     from ocigroup_cli.ops.newest import last_seen, note_seen
 
     hints = before.newest_ms() if before else last_seen(s.stream.id)

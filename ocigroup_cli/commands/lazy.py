@@ -66,8 +66,11 @@ class LazyGroup(TyperGroup):
                 rich_markup_mode=self.rich_markup,
                 suggest_commands=True,
             )
-        info = CommandInfo(name=name, callback=target, short_help=lazy.short_help)
-        return get_command_from_info(info, pretty_exceptions_short=self.short_exceptions, rich_markup_mode=self.rich_markup)
+        return get_command_from_info(
+            CommandInfo(name=name, callback=target, short_help=lazy.short_help),
+            pretty_exceptions_short=self.short_exceptions,
+            rich_markup_mode=self.rich_markup,
+        )
 
     def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         """The command list, without importing a command's module for its line."""

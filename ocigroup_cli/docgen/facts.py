@@ -119,6 +119,11 @@ FILES = (
     ),
     File("newest.json", "Where inspect last found each partition's newest message, probed first the next time."),
     File(
+        "profiles.json",
+        "The profile files parsed last (by the SHA-256 of their bytes), so that a run whose file is unchanged need "
+        "not load the YAML parser; no secrets (profiles hold none).",
+    ),
+    File(
         "looks.json",
         "inspect's last look at each group (counts, offsets and times, a cursor past each partition's newest "
         "message; no message values): the next run within 4 minutes reads on from there.",

@@ -29,7 +29,7 @@ def test_a_key_loads_and_gives_the_fingerprint_of_its_public_key(tmp_path):
     key, path = _write(tmp_path)
     loaded = auth.load_private_key(str(path), None, "key_file")
     der = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    digest = hashlib.md5(der).hexdigest()  # noqa: S324 - OCI's key fingerprint is an MD5
+    digest = hashlib.md5(der).hexdigest()
     assert auth.fingerprint_of(loaded) == ":".join(digest[i : i + 2] for i in range(0, 32, 2))
 
 

@@ -329,6 +329,7 @@ def test_the_next_run_counts_again_where_the_committed_offset_moved(cli, sdk, cl
     assert cli("inspect", "-o", "json").code == 0
     got, cursor = sdk.get(sid, a, limit=5)
     sdk.get(sid, cursor, limit=1)  # commits those five, on one partition
+    assert len(got) == 5
     clock.advance_ms(10_000)
     r = cli("-v", "inspect", "-o", "json")
     assert r.code == 0 and r.err.count("CreateCursor") == 1, r.err  # the one partition whose commit moved
