@@ -19,7 +19,7 @@ from ocigroup_cli.core.models import Reservation, StreamInfo
 from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import Position
-from ocigroup_cli.ops.reach import Look, Reach, measure
+from ocigroup_cli.ops.reach import REUSE_MS, Look, Reach, measure
 
 LAG_THREADS = 4
 
@@ -183,6 +183,44 @@ def _reaches(
     return results
 
 
+def _committed(found: list[Reservation], stream: StreamInfo) -> dict[int, int | None]:
+    reservations = {r.partition: r for r in found}
+    return {p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)}
+
+
+def _group_and_reaches(
+    client: StreamingClient, stream: StreamInfo, group: str, look: Look, hints: dict[int, int], before: dict[int, Reach]
+) -> tuple[list[Reservation], dict[int, Reach]]:
+    """The group's reservations and every partition's reach. Where the last look left a live cursor on every
+    partition, the partitions are read on from them while GetGroup is in flight, their committed offsets taken
+    as the last look's (a round trip less); a partition whose commit moved is then measured again from it."""
+    if not all(p in before and 0 <= look.now_ms - before[p].at_ms < REUSE_MS for p in range(stream.partitions)):
+        found = client.get_group(stream, group)
+        return found, _reaches(client, stream, _committed(found, stream), look, hints, before)
+    guess = {p: before[p].committed for p in range(stream.partitions)}
+    asking = client.clone()
+    answer: list[list[Reservation] | BaseException] = []
+
+    def ask() -> None:
+        try:
+            answer.append(asking.get_group(stream, group))
+        except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+            answer.append(exc)
+
+    thread = threading.Thread(target=ask, name="group", daemon=True)
+    thread.start()
+    try:
+        measured = _reaches(client, stream, guess, look, hints, before)
+        thread.join()
+    finally:
+        asking.close()
+    (found,) = answer
+    if isinstance(found, BaseException):
+        raise found
+    moved = {p: c for p, c in _committed(found, stream).items() if c != guess[p]}
+    return found, {**measured, **_reaches(client, stream, moved, look, hints, measured)} if moved else measured
+
+
 def describe(
     client: StreamingClient,
     stream: StreamInfo,
@@ -201,15 +239,16 @@ def describe(
     partitions measured here; `in_use_ms`: when the group is known to have been in use (a partition it never
     committed may then have lost messages); `sizer`: how many messages to ask for per answer (learns as it reads)."""
     hints = hints or {}
-    found, known = given if given is not None else (client.get_group(stream, group), {})
-    reservations = {r.partition: r for r in found}
-    committed_of = {
-        p: (reservations[p].committed_offset if p in reservations else None) for p in range(stream.partitions)
-    }
-    rest = {p: c for p, c in committed_of.items() if p not in known}
     look = Look(lag_cap, now_ms, in_use_ms, sizer or Sizer())
-    measured = _reaches(client, stream, rest, look, hints, before or {})
-    reaches = {**known, **measured}
+    if given is not None:
+        found, known = given
+        committed_of = _committed(found, stream)
+        rest = {p: c for p, c in committed_of.items() if p not in known}
+        reaches = {**known, **_reaches(client, stream, rest, look, hints, before or {})}
+    else:
+        found, reaches = _group_and_reaches(client, stream, group, look, hints, before or {})
+        committed_of = _committed(found, stream)
+    reservations = {r.partition: r for r in found}
     views = []
     for p in range(stream.partitions):
         r = reservations.get(p)

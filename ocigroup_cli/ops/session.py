@@ -13,7 +13,7 @@ from ocigroup_cli.config import Profile
 from ocigroup_cli.core.clock import Clock, ServiceClock
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import OcigroupError
-from ocigroup_cli.ops import local, target, testclock
+from ocigroup_cli.ops import target, testclock
 
 DROPPED = "the stream's cached location was dropped; if it was recreated, run again"
 
@@ -90,6 +90,8 @@ def open_session(
     options: str = "",
 ) -> Session:
     if profile.local:
+        from ocigroup_cli.ops import local  # the local emulator's own (a profile for a service needs none of it)
+
         local.ensure_running(clock, notice)
     service = ServiceClock(clock.base if isinstance(clock, ServiceClock) else clock)
     client = StreamingClient(profile, service, trace=trace)

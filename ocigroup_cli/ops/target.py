@@ -15,12 +15,10 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from ocigroup_cli.client.buckets import BucketClient
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import LOCAL_SOURCE, Profile
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import ConfigError, OcigroupError, TransientError
-from ocigroup_cli.ops import local
 from ocigroup_cli.paths import read_json_object, replace_file, state_dir
 
 
@@ -106,6 +104,8 @@ def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
         )
     if not profile.local:
         return _by_name(client, name, compartment)
+    from ocigroup_cli.ops import local  # the local profile's first use only
+
     with local.first_use():  # two first commands must not both create the stream
         try:
             return _by_name(client, name, compartment)
@@ -124,6 +124,8 @@ def _local_bucket(client: StreamingClient, profile: Profile, compartment: str) -
     bucket = profile.settings.export.bucket
     if not bucket or profile.sources["export.bucket"] != LOCAL_SOURCE:  # a name typed is not made behind one's back
         return
+    from ocigroup_cli.client.buckets import BucketClient
+
     buckets = BucketClient(profile, client.clock, creds=client.creds, pacer=client.pacer)
     try:
         buckets.create_bucket(bucket, compartment)
