@@ -214,11 +214,11 @@ def _group_and_reaches(
         thread.join()
     finally:
         asking.close()
-    (found,) = answer
-    if isinstance(found, BaseException):
-        raise found
-    moved = {p: c for p, c in _committed(found, stream).items() if c != guess[p]}
-    return found, {**measured, **_reaches(client, stream, moved, look, hints, measured)} if moved else measured
+    (got,) = answer
+    if isinstance(got, BaseException):
+        raise got
+    moved = {p: c for p, c in _committed(got, stream).items() if c != guess[p]}
+    return got, {**measured, **_reaches(client, stream, moved, look, hints, measured)} if moved else measured
 
 
 def describe(
