@@ -120,8 +120,8 @@ FILES = (
     File("newest.json", "Where inspect last found each partition's newest message, probed first the next time."),
     File(
         "profiles.json",
-        "The profile files parsed last (by the SHA-256 of their bytes), so that a run whose file is unchanged need "
-        "not load the YAML parser; no secrets (profiles hold none).",
+        "The profile files parsed last (found by the SHA-256 of their bytes; readable by their owner only), so that "
+        "a run whose file is unchanged need not load the YAML parser.",
     ),
     File(
         "looks.json",
