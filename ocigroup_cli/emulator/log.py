@@ -113,21 +113,25 @@ def last_offset(db: sqlite3.Connection, sk: int, partition: int) -> int:
     return int(row.fetchone()[0])
 
 
-def oldest_retained(db: sqlite3.Connection, sk: int, partition: int, cutoff_ms: int) -> int | None:
+def _first_at_or_after(db: sqlite3.Connection, sk: int, partition: int, time_ms: int) -> int | None:
+    """The offset of the first message with timestamp >= `time_ms`, or None. A message's timestamp is never before
+    the one published ahead of it (append), so the first by (timestamp, offset) is the lowest offset: found in
+    the time index at once, where MIN(offset) read every message after `time_ms` (38 ms a read for 300,000)."""
     row = db.execute(
-        "SELECT MIN(offset) FROM messages WHERE sk = ? AND partition = ? AND ts_ms >= ?",
-        (sk, partition, cutoff_ms),
+        "SELECT offset FROM messages WHERE sk = ? AND partition = ? AND ts_ms >= ? ORDER BY ts_ms, offset LIMIT 1",
+        (sk, partition, time_ms),
     ).fetchone()
-    return None if row[0] is None else int(row[0])
+    return None if row is None else int(row[0])
+
+
+def oldest_retained(db: sqlite3.Connection, sk: int, partition: int, cutoff_ms: int) -> int | None:
+    return _first_at_or_after(db, sk, partition, cutoff_ms)
 
 
 def first_offset_at_or_after(db: sqlite3.Connection, sk: int, partition: int, time_ms: int, cutoff_ms: int) -> int:
     """The position AT_TIME resolves to: the first retained message with timestamp >= time, else the end."""
-    row = db.execute(
-        "SELECT MIN(offset) FROM messages WHERE sk = ? AND partition = ? AND ts_ms >= ?",
-        (sk, partition, max(time_ms, cutoff_ms)),
-    ).fetchone()
-    return int(row[0]) if row[0] is not None else last_offset(db, sk, partition) + 1
+    first = _first_at_or_after(db, sk, partition, max(time_ms, cutoff_ms))
+    return first if first is not None else last_offset(db, sk, partition) + 1
 
 
 def start_position(

@@ -150,6 +150,28 @@ def test_partition_cursor_types(sdk, clock):
     assert out_of_range.status == 400 and "outside partition 0" in out_of_range.message
 
 
+def test_at_time_and_trim_horizon_start_at_the_lowest_offset_of_their_time(sdk, clock):
+    """The emulator finds where AT_TIME and TRIM_HORIZON start in its time index (emulator/log.py): many messages
+    share one timestamp, and a clock set back stamps later messages with the last time, never an earlier one."""
+    sid = sdk.stream(partitions=1)
+    created = clock.time_ms()
+    clock.advance_ms(60_000)
+    first = sdk.put(sid, [("k", f"a{i}") for i in range(30)]).entries  # one batch: one timestamp
+    clock.advance_ms(5_000)
+    second = sdk.put(sid, [("k", f"b{i}") for i in range(30)]).entries
+    clock.set_ms(created + 30_000)  # back before both: what is published now is not dated before "b"
+    third = sdk.put(sid, [("k", f"c{i}") for i in range(3)]).entries
+    assert third[0].timestamp == second[0].timestamp and third[0].offset > second[-1].offset
+
+    def first_value(cursor):
+        clock.advance_ms(250)  # 5 requests a second
+        return base64.b64decode(sdk.get(sid, cursor, limit=1)[0][0].value).decode()
+
+    assert first_value(sdk.cursor(sid, 0, "TRIM_HORIZON")) == "a0"
+    assert first_value(sdk.cursor(sid, 0, "AT_TIME", time=first[-1].timestamp)) == "a0"
+    assert first_value(sdk.cursor(sid, 0, "AT_TIME", time=second[5].timestamp)) == "b0"
+
+
 def test_following_next_cursor_never_repeats_or_skips(sdk, clock):
     sid = sdk.stream()
     sent = [f"m{i}" for i in range(57)]
