@@ -115,8 +115,9 @@ def last_offset(db: sqlite3.Connection, sk: int, partition: int) -> int:
 
 def _first_at_or_after(db: sqlite3.Connection, sk: int, partition: int, time_ms: int) -> int | None:
     """The offset of the first message with timestamp >= `time_ms`, or None. A message's timestamp is never before
-    the one published ahead of it (append), so the first by (timestamp, offset) is the lowest offset: found in
-    the time index at once, where MIN(offset) read every message after `time_ms` (38 ms a read for 300,000)."""
+    the one published ahead of it (append), so the first by (timestamp, offset) is the lowest offset: the first
+    entry of the time index (which holds the offset too, store.py), where MIN(offset) read every message after
+    `time_ms` (GetMessages of 100 from a partition of 200,000: 43 ms, 13.7 ms with the time index alone)."""
     row = db.execute(
         "SELECT offset FROM messages WHERE sk = ? AND partition = ? AND ts_ms >= ? ORDER BY ts_ms, offset LIMIT 1",
         (sk, partition, time_ms),

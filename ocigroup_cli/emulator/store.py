@@ -158,6 +158,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         UPDATE work_requests SET settles_ms = finished_ms;
         """,
     ),
+    (
+        # the first message at or after a time (AT_TIME, TRIM_HORIZON, a read's loss check: emulator/log.py) is the
+        # index's first entry: with many messages sharing one timestamp, the offset must be in the index too
+        "0005_time_index_ordered_by_offset",
+        """
+        DROP INDEX messages_by_time;
+        CREATE INDEX messages_by_time ON messages (sk, partition, ts_ms, offset);
+        """,
+    ),
 ]
 OBJECT_STORAGE_TABLES = ("buckets", "objects", "uploads", "upload_parts", "retention_rules")
 

@@ -271,3 +271,34 @@ def test_list_streams_pages_and_delete(sdk, clock):
     assert sdk.admin.get_stream(ids[0]).data.lifecycle_state == "DELETED"
     assert sdk.admin.get_work_request(work.id).data.status == "SUCCEEDED"
     assert service_error(lambda: sdk.admin.list_streams()).status == 400
+
+
+def test_the_first_message_at_a_time_is_found_in_the_index_alone(tmp_path):
+    """Every read checks where retention begins (emulator/log.py): the time index must give the lowest offset of a
+    time at once, without sorting the messages that share it (a partition written in large batches). Also on a
+    store made before the index held the offset: the migration rebuilds it."""
+    import sqlite3
+
+    from ocigroup_cli.emulator import log
+    from ocigroup_cli.emulator.store import MIGRATIONS, Store
+
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE messages (sk INTEGER, partition INTEGER, offset INTEGER, ts_ms INTEGER, key TEXT,"
+                " value TEXT NOT NULL, size INTEGER NOT NULL)")  # fmt: skip
+    old.execute("CREATE INDEX messages_by_time ON messages (sk, partition, ts_ms)")
+    old.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied INTEGER NOT NULL)")
+    old.commit()
+    before = [(name,) for name, _ in MIGRATIONS if not name.startswith("0005")]  # as made by the version before
+    old.executemany("INSERT INTO migrations VALUES (?, 1)", before)
+    old.commit()
+    old.close()
+    store = Store(str(path))
+    with store.transaction() as db:
+        batches = [(o, 1000 + o // 500) for o in range(2000)]  # 500 messages share each timestamp
+        db.executemany("INSERT INTO messages VALUES (1, 0, ?, ?, NULL, 'x', 1)", batches)
+        query = "SELECT offset FROM messages WHERE sk = 1 AND partition = 0 AND ts_ms >= 1001 ORDER BY ts_ms, offset"
+        plan = " ".join(str(row) for row in db.execute(f"EXPLAIN QUERY PLAN {query} LIMIT 1"))
+        assert "TEMP B-TREE" not in plan and "messages_by_time" in plan, plan
+        assert log.oldest_retained(db, 1, 0, 1001) == 500
+        assert log.first_offset_at_or_after(db, 1, 0, 1003, 0) == 1500
