@@ -6,9 +6,11 @@ cursor, up to a cap; past the cap, the newest offset (found by probing, ops/reac
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core import balance
@@ -22,6 +24,7 @@ from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.ops.reach import REUSE_MS, Look, Reach, measure
 
 LAG_THREADS = 4
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -159,28 +162,47 @@ def _reaches(
         return {p: one(client, p) for p in partitions}
     clients = [client] + [client.clone() for _ in range(workers - 1)]
     shards = [partitions[i::workers] for i in range(workers)]
+
+    def shard(i: int) -> dict[int, Reach]:
+        return {p: one(clients[i], p) for p in shards[i]}
+
+    waits = [_on_a_thread(functools.partial(shard, i), f"lag-{i}") for i in range(workers)]
     results: dict[int, Reach] = {}
     failed: list[BaseException] = []
-
-    def run(i: int) -> None:
+    for wait in waits:  # every shard is waited for: none reads on after its look has ended (a --watch goes on)
         try:
-            results.update({p: one(clients[i], p) for p in shards[i]})
-        except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+            results.update(wait())
+        except BaseException as exc:  # noqa: BLE001 - the first is raised once all are done
             failed.append(exc)
-
-    # plain threads: concurrent.futures would import logging too, about 10 ms of every inspect's start
-    threads = [threading.Thread(target=run, args=(i,), name=f"lag-{i}", daemon=True) for i in range(workers)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:  # Ctrl-C while waiting: the connections close under the reads, the daemon threads end with the process
-        for c in clients[1:]:
-            c.close()
+    for c in clients[1:]:
+        c.close()
     if failed:
         raise failed[0]
     return results
+
+
+def _on_a_thread(work: Callable[[], T], name: str) -> Callable[[], T]:
+    """`work` started on a daemon thread; what is returned waits for it and gives its result, or raises its error
+    in the caller's thread. Plain threads: concurrent.futures would import logging too (about 10 ms of a start)."""
+    outcome: list[T | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+
+    def wait() -> T:
+        thread.join()
+        (got,) = outcome
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    return wait
 
 
 def _committed(found: list[Reservation], stream: StreamInfo) -> dict[int, int | None]:
@@ -199,26 +221,14 @@ def _group_and_reaches(
         return found, _reaches(client, stream, _committed(found, stream), look, hints, before)
     guess = {p: before[p].committed for p in range(stream.partitions)}
     asking = client.clone()
-    answer: list[list[Reservation] | BaseException] = []
-
-    def ask() -> None:
-        try:
-            answer.append(asking.get_group(stream, group))
-        except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
-            answer.append(exc)
-
-    thread = threading.Thread(target=ask, name="group", daemon=True)
-    thread.start()
+    group_of = _on_a_thread(lambda: asking.get_group(stream, group), "group")
     try:
         measured = _reaches(client, stream, guess, look, hints, before)
-        thread.join()
+        found = group_of()
     finally:
         asking.close()
-    (got,) = answer
-    if isinstance(got, BaseException):
-        raise got
-    moved = {p: c for p, c in _committed(got, stream).items() if c != guess[p]}
-    return got, {**measured, **_reaches(client, stream, moved, look, hints, measured)} if moved else measured
+    moved = {p: c for p, c in _committed(found, stream).items() if c != guess[p]}
+    return found, {**measured, **_reaches(client, stream, moved, look, hints, measured)} if moved else measured
 
 
 def describe(
