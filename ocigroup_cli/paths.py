@@ -64,6 +64,15 @@ def replace_file(path: Path, text: str, make_parent: bool = True, private: bool 
     tmp.replace(path)
 
 
+def keep_newest(path: Path, key: str, value: Any, keep: int, private: bool = False) -> None:
+    """Put `value` under `key` in the JSON object at `path` as its newest entry, and keep the `keep` newest (a
+    state file of recent entries: hints and caches, read with read_json_object). Raises OSError."""
+    entries = read_json_object(path)
+    entries.pop(key, None)
+    entries[key] = value
+    replace_file(path, json.dumps(dict(list(entries.items())[-keep:])), private=private)
+
+
 def read_json_object(path: Path) -> dict[str, Any]:
     """The JSON object a state file holds; {} when the file is missing, unreadable or holds something else
     (state files are caches and hints: losing one costs a lookup, never an error)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli.errors import ConfigError, OcigroupError
-from ocigroup_cli.paths import read_json_object, replace_file, state_dir
+from ocigroup_cli.paths import keep_newest, read_json_object, state_dir
 
 if TYPE_CHECKING:
     import yaml
@@ -66,10 +66,7 @@ def _keep(digest: str, doc: Any, lines: Lines) -> None:
     with contextlib.suppress(OcigroupError, OSError, TypeError, ValueError):
         if json.loads(json.dumps(entry, allow_nan=False))["doc"] != doc:
             return  # JSON would not give this document back as it is
-        parsed = read_json_object(_cache())
-        parsed.pop(digest, None)
-        parsed[digest] = entry
-        replace_file(_cache(), json.dumps(dict(list(parsed.items())[-KEEP_PARSED:])), private=True)
+        keep_newest(_cache(), digest, entry, KEEP_PARSED, private=True)
 
 
 def _parse(path: Path, raw: bytes) -> tuple[Any, Lines]:

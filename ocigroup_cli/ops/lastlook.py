@@ -17,14 +17,13 @@ full count. Message values are not kept: a reach needs offsets and times only.
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Any
 
 from ocigroup_cli.core.models import Message
 from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.ops.reach import Reach
-from ocigroup_cli.paths import read_json_object, replace_file, state_dir
+from ocigroup_cli.paths import keep_newest, read_json_object, state_dir
 
 KEEP_LOOKS = 50  # groups whose last look is kept (the oldest dropped)
 KEEP_SIZE_OF = 1_000  # the sizing carried over weighs as this many messages at most: it still learns
@@ -61,11 +60,8 @@ def save(stream_id: str, group: str, cap: int, reaches: dict[int, Reach], sizer:
     kept = {str(p): _doc(r) for p, r in sorted(reaches.items()) if r.past_newest is not None and r.lost is None}
     weight = min(sizer.messages, KEEP_SIZE_OF)
     scaled = [weight, sizer.size * weight // sizer.messages] if sizer.messages else [0, 0]
-    looks = read_json_object(_file())
-    looks.pop(_key(stream_id, group), None)
-    looks[_key(stream_id, group)] = {"cap": cap, "sizer": scaled, "reaches": kept}
     with contextlib.suppress(OSError):
-        replace_file(_file(), json.dumps(dict(list(looks.items())[-KEEP_LOOKS:])), private=True)
+        keep_newest(_file(), _key(stream_id, group), {"cap": cap, "sizer": scaled, "reaches": kept}, KEEP_LOOKS, True)
 
 
 def _message(p: int, pair: Any) -> Message | None:

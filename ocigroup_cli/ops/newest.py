@@ -5,10 +5,9 @@ probe instead of a search. Best effort: an unreadable or unwritable file only me
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 
-from ocigroup_cli.paths import read_json_object, replace_file, state_dir
+from ocigroup_cli.paths import keep_newest, read_json_object, state_dir
 
 KEEP_STREAMS = 50
 
@@ -32,8 +31,5 @@ def last_seen(stream_id: str) -> dict[int, int]:
 def note_seen(stream_id: str, newest: dict[int, int]) -> None:
     if not newest:
         return
-    known = _load()
-    known.pop(stream_id, None)
-    known[stream_id] = {str(p): ms for p, ms in sorted(newest.items())}
     with contextlib.suppress(OSError):
-        replace_file(_file(), json.dumps(dict(list(known.items())[-KEEP_STREAMS:])))
+        keep_newest(_file(), stream_id, {str(p): ms for p, ms in sorted(newest.items())}, KEEP_STREAMS)
