@@ -13,9 +13,9 @@ import os
 import re
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from ocigroup_cli import yamlfile
 from ocigroup_cli.core.session import Rules, default_heartbeat_s
@@ -80,8 +80,7 @@ def _template(value: Any) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     kind: type | tuple[type, ...]
     default: Any = None
     help: str = ""
@@ -171,8 +170,7 @@ def env_name(key: str) -> str:
     return "OCIGROUP_" + key.upper().replace(".", "_")
 
 
-@dataclass(frozen=True)
-class AuthSettings:
+class AuthSettings(NamedTuple):
     method: str
     config_file: str
     config_profile: str
@@ -183,16 +181,14 @@ class AuthSettings:
     pass_phrase_env: str | None
 
 
-@dataclass(frozen=True)
-class StreamSettings:
+class StreamSettings(NamedTuple):
     id: str | None
     name: str | None
     compartment: str | None
     partitions: int
 
 
-@dataclass(frozen=True)
-class GroupSettings:
+class GroupSettings(NamedTuple):
     name: str | None
     instance: str
     commit_on_get: bool
@@ -208,16 +204,14 @@ class GroupSettings:
         return Rules(max(0.1, heartbeat_s), timeout_s, self.max_processing_s)
 
 
-@dataclass(frozen=True)
-class MetricsSettings:
+class MetricsSettings(NamedTuple):
     namespace: str
     compartment: str | None
     resource_group: str | None
     endpoint: str | None
 
 
-@dataclass(frozen=True)
-class ExportSettings:
+class ExportSettings(NamedTuple):
     out: str | None
     bucket: str | None
     object_storage_endpoint: str | None
@@ -229,8 +223,7 @@ class ExportSettings:
     idle_minutes: float
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """Every setting of a resolved profile, typed: one attribute per SCHEMA key (`group.timeout_ms` is
     `settings.group.timeout_ms`), so a mistyped key is a mypy error, not a KeyError at run time."""
 
@@ -261,12 +254,12 @@ def _build(kind: type[T], values: Mapping[str, Any], prefix: str) -> T:
         "metrics": MetricsSettings,
     }
     out: dict[str, Any] = {}
-    for f in fields(kind):  # type: ignore[arg-type]  # kind is a dataclass
-        if not prefix and f.name in sections:
-            out[f.name] = _build(sections[f.name], values, f"{f.name}.")
+    for name in kind._fields:  # type: ignore[attr-defined]  # kind is a NamedTuple
+        if not prefix and name in sections:
+            out[name] = _build(sections[name], values, f"{name}.")
         else:
-            value = values[prefix + f.name]
-            out[f.name] = float(value) if f.type == "float" else value  # YAML's 30 for a float setting
+            value = values[prefix + name]
+            out[name] = float(value) if SCHEMA[prefix + name].kind == (int, float) else value  # YAML's 30 for 30.0
     return kind(**out)
 
 

@@ -9,8 +9,7 @@ import http.client
 import math
 import random
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 from ocigroup_cli.client import tls
 from ocigroup_cli.client.auth import Credentials, credentials
@@ -27,8 +26,7 @@ from ocigroup_cli.errors import ConfigError, OcigroupError, Throttled, Transient
 EMULATOR_CLOCK_TIMEOUT_S = 2.0
 
 
-@dataclass(frozen=True)
-class Waiting:
+class Waiting(NamedTuple):
     """The request in flight, for a person watching a terminal: what they are waiting for, and how long yet."""
 
     operation: str

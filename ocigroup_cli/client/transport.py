@@ -17,7 +17,7 @@ import select
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlencode, urlsplit
 
 from ocigroup_cli.client.signing import Signer
@@ -36,8 +36,7 @@ class Response:
         return json.loads(self.body) if self.body else None
 
 
-@dataclass(frozen=True)
-class Proxy:
+class Proxy(NamedTuple):
     url: str
     source: str  # the environment variable that named it, for error messages
     host: str
@@ -89,15 +88,13 @@ def proxy_for(url: str) -> Proxy | None:
     return None
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     target: str  # path and query, as signed and (directly) sent
     body: bytes
     headers: dict[str, str]
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     """An API endpoint URL taken apart: scheme, host[:port] and the path prefix every request goes under."""
 
     url: str

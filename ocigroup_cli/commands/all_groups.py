@@ -9,8 +9,7 @@ import functools
 import itertools
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.outage import Outage
@@ -28,8 +27,7 @@ if TYPE_CHECKING:
     from ocigroup_cli.ops.session import Session
 
 
-@dataclass(frozen=True)
-class Looks:
+class Looks(NamedTuple):
     """What each refresh of `inspect` does, for one group or all of them."""
 
     group: str  # "" with --all-groups

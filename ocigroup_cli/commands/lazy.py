@@ -12,9 +12,8 @@ Typer has no lazy loading of its own; click documents this pattern (a Group over
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import typer
 from typer._click import Command, Context, HelpFormatter
@@ -24,8 +23,7 @@ from typer.main import get_command_from_info, get_group_from_info
 from typer.models import CommandInfo, TyperInfo
 
 
-@dataclass(frozen=True)
-class Lazy:
+class Lazy(NamedTuple):
     """A command: `attr` of `module`, a Typer app (a group of commands) or a command function."""
 
     module: str

@@ -11,7 +11,7 @@ Pure: it is given the samples.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ocigroup_cli.core.health import MIN_SPAN_MS, Sample
 from ocigroup_cli.core.timefmt import human_duration
@@ -27,8 +27,7 @@ def rate_text(rate: float) -> str:
     return f"{rate:.1f}" if rate >= NOISE else "<0.1"
 
 
-@dataclass(frozen=True)
-class Catchup:
+class Catchup(NamedTuple):
     consume_rate: float  # messages consumed per second over the window (estimated from offsets)
     produce_rate: float  # messages written per second over the window (estimated from offsets)
     lag: int  # what waits now (its upper bound past the cap)

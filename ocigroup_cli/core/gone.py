@@ -4,14 +4,12 @@ that long come back to a group that is not there; `tail` would create it again f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339
 
 
-@dataclass(frozen=True)
-class Gone:
+class Gone(NamedTuple):
     last_seen_ms: int | None  # when this machine last used it (None: never here, the profile names it; 0: unknown)
     retention_hours: int | None  # the stream's: a group unused that long is removed
 

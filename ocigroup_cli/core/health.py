@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
@@ -46,8 +46,7 @@ MAX_WIDEN_MS = 6 * 3_600_000  # runs further apart than this are not judged as o
 UNKNOWN_BLIND_MS = 3_600_000  # UNKNOWN for longer than this: an alert on the verdict cannot fire, say so
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     """One partition at one time, as `inspect` saw it."""
 
     at_ms: int
@@ -67,8 +66,7 @@ class Sample:
         return self.at_most
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     partition: int
     verdict: str  # OK, UNKNOWN, LAGGING, REWOUND, STALLED, STOPPED, LOST
     reason: str

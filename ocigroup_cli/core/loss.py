@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import LATEST, Position
 
 
-@dataclass(frozen=True)
-class Loss:
+class Loss(NamedTuple):
     partition: int
     committed: int | None  # the group's committed offset, no longer retained (None: nothing committed)
     first_retained: int | None  # the oldest offset still retained (None: nothing is retained)

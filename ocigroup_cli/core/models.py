@@ -37,8 +37,7 @@ class Message(NamedTuple):
         return pybase64.b64decode(self.value)
 
 
-@dataclass(frozen=True)
-class Reservation:
+class Reservation(NamedTuple):
     """One partition of a group: its committed offset, and which instance holds it until when."""
 
     partition: int
@@ -63,8 +62,7 @@ class StreamInfo:
     compartment: str | None = None  # where the stream is (metrics are posted there by default)
 
 
-@dataclass(frozen=True)
-class PutResult:
+class PutResult(NamedTuple):
     partition: int | None
     offset: int | None
     error: str | None

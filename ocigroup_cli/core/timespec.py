@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ocigroup_cli.core.timefmt import both_zones, ms_to_rfc3339, parse_rfc3339_ms
 
@@ -52,8 +52,7 @@ def parse_time_ms(text: str, now_ms: int) -> int:
         raise ValueError(f"{text!r} is not a time; {ACCEPTED}") from None
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):
     """Where a group starts or is moved to: the oldest retained message, the end, or the first at a time."""
 
     kind: str  # TRIM_HORIZON | LATEST | AT_TIME, as the service names them

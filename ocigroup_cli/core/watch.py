@@ -11,12 +11,12 @@ often, so it never gets that low.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ocigroup_cli.core.timefmt import human_duration
 
 
-@dataclass(frozen=True)
-class Held:
+class Held(NamedTuple):
     """One partition in one sample."""
 
     partition: int
@@ -27,8 +27,7 @@ class Held:
     lost: str | None = None  # messages it can no longer read: how many (`up to 12 unread`, Loss.brief)
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     at_ms: int
     kind: str  # join, move, silent, expired, stall, reset, lost
     text: str
@@ -37,8 +36,7 @@ class Event:
         return {"event": self.kind, "at_ms": self.at_ms, "text": self.text}
 
 
-@dataclass(frozen=True)
-class Member:
+class Member(NamedTuple):
     instance: str
     partitions: list[int]
     left_s: float  # until its last reservation runs out

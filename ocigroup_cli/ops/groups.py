@@ -9,8 +9,8 @@ import contextlib
 import difflib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.models import StreamInfo
@@ -117,8 +117,7 @@ def named(stream: StreamInfo, group: str, also: list[str], options: str = "") ->
         raise unknown(stream, group, also, exc, options) from None
 
 
-@dataclass(frozen=True)
-class KnownGroup:
+class KnownGroup(NamedTuple):
     name: str
     named_by: str  # "profile" (this profile's group.name), "profile file" (another profile's), or "seen"
     last_seen_ms: int | None  # when this machine last used it (None: never, 0: time unknown)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ class Health:
             "unknown_for_s": round(self.unknown_s, 1),
             "catchup_eta_s": None if self.eta_s is None else round(self.eta_s, 1),
             "partitions": [
-                {**asdict(v), "severity": v.severity, "catchup": _json(self.catchups.get(v.partition))}
+                {**v._asdict(), "severity": v.severity, "catchup": _json(self.catchups.get(v.partition))}
                 for v in self.partitions
             ],
         }
@@ -190,7 +190,7 @@ def assess(view: GroupView, stream_id: str, at_ms: int, window_ms: int, min_span
         if pace is not None:
             catchups[p.partition] = pace
             if pace.lag > 0 and (pace.consume_rate or pace.produce_rate):  # all still: no pace worth telling
-                verdict = replace(verdict, reason=f"{verdict.reason}; {pace.text()}")
+                verdict = verdict._replace(reason=f"{verdict.reason}; {pace.text()}")
         verdicts.append(verdict)
     group = worst(verdicts)
     rows[-1]["verdict"] = group

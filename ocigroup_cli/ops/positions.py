@@ -10,7 +10,7 @@ reads from where the group started, which no answer shows: it is judged by the g
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.loss import Loss, possible_loss, refused_after
@@ -18,8 +18,7 @@ from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.errors import BadRequest, RetentionLost
 
 
-@dataclass(frozen=True)
-class Opened:
+class Opened(NamedTuple):
     """A partition read from where a group stands: the first answer and the cursor past it."""
 
     partition: int
@@ -102,8 +101,7 @@ def open_partition(
         return Opened(partition, committed, page, cursor, False, lost)
 
 
-@dataclass(frozen=True)
-class NextRead:
+class NextRead(NamedTuple):
     """A group's next read in one partition."""
 
     partition: int

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.limits import MAX_GET_LIMIT
@@ -37,8 +38,7 @@ COUNT_BYTES = 64 << 20  # read at most this much (base64) per partition to count
 REUSE_MS = 4 * 60_000  # a cursor from the last look is read on from this long (the service's live 5 minutes)
 
 
-@dataclass(frozen=True)
-class Reach:
+class Reach(NamedTuple):
     waiting: int  # messages after the commit, counted up to the cap
     capped: bool  # the count reached the cap: at least `waiting`
     at_most: int | None  # an upper bound from the newest offset (equal to `waiting` when not capped)
