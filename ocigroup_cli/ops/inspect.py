@@ -168,14 +168,16 @@ def _reaches(
 
     waits = [_on_a_thread(functools.partial(shard, i), f"lag-{i}") for i in range(workers)]
     results: dict[int, Reach] = {}
-    failed: list[BaseException] = []
-    for wait in waits:  # every shard is waited for: none reads on after its look has ended (a --watch goes on)
-        try:
-            results.update(wait())
-        except BaseException as exc:  # noqa: BLE001 - the first is raised once all are done
-            failed.append(exc)
-    for c in clients[1:]:
-        c.close()
+    failed: list[Exception] = []
+    try:
+        for wait in waits:  # every shard is waited for: none reads on after its look has ended (a --watch goes on)
+            try:
+                results.update(wait())
+            except Exception as exc:  # noqa: BLE001 - the first is raised once all are done
+                failed.append(exc)
+    finally:  # Ctrl-C while waiting ends the wait: the connections close under the reads, the process ends
+        for c in clients[1:]:
+            c.close()
     if failed:
         raise failed[0]
     return results
