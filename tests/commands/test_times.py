@@ -55,19 +55,15 @@ def sh(w: dict, command: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def test_a_local_time_as_date_prints_it_is_local_and_the_plan_shows_both(berlin):
-    r = sh(
-        berlin,
-        f"""ocigroup --config {berlin["config"]} -o json reset billing --to "$(date -d '35 min ago' '+%F %H:%M')" """,
-    )
+    # the time as `date` prints it, taken once: the two plans below must name the same minute
+    when = sh(berlin, "date -d '35 min ago' '+%F %H:%M'").stdout.decode().strip()
+    r = sh(berlin, f"""ocigroup --config {berlin["config"]} -o json reset billing --to "{when}" """)
     assert r.returncode == 0, r.stderr.decode()
     plan = json.loads(r.stdout)
     target = parse_rfc3339_ms(plan["target"])
     assert abs(target - (berlin["now"] - 35 * MINUTE)) < 61_000, plan["target"]  # not an hour off (CET is UTC+1)
     assert plan["partitions"][0]["replay"] == 0 and plan["partitions"][0]["skip"] == 3  # m0..m2 are older
-    table = sh(
-        berlin,
-        f"""ocigroup --config {berlin["config"]} -o table reset billing --to "$(date -d '35 min ago' '+%F %H:%M')" """,
-    )
+    table = sh(berlin, f"""ocigroup --config {berlin["config"]} -o table reset billing --to "{when}" """)
     shown = table.stdout.decode()
     assert plan["target"] in shown and ("CET here" in shown or "CEST here" in shown), shown
     date_only = sh(berlin, f"ocigroup --config {berlin['config']} -o json reset billing --to $(date +%F)")
