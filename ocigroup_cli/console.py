@@ -146,6 +146,25 @@ def notice(message: str, quiet_too: bool = False, command: str | None = None) ->
             _command(command)
 
 
+def visible(text: str) -> str:
+    """Text from outside with its control characters shown as escapes (`\\x1b`), so it cannot drive a terminal."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def pass_err(data: bytes) -> None:
+    """Another program's stderr lines (a `tail --exec` command's), passed on as they are, never over a status line."""
+
+    def write() -> None:
+        sys.stderr.flush()
+        fd, view = sys.stderr.fileno(), memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    with STATUS.lock:
+        STATUS.clear()
+        _to_stderr(write)
+
+
 def interrupted(message: str) -> None:
     """The last words of an interrupted command, on a line of their own: over the `^C` a terminal echoed."""
     with STATUS.lock:

@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     TRANSIENT = 4  # the service or network failed in a way that retrying may fix
     THRESHOLD = 5  # a --fail-on-* threshold was crossed (cron alerts)
     DATA_LOST = 6  # messages left retention before the group read them: the group must be moved on (tail)
+    COMMAND_FAILED = 7  # tail --exec: a command failed for a message, past its retries (--on-failure stop)
     INTERRUPTED = 130  # SIGINT / SIGTERM / closed output pipe
 
 
@@ -99,6 +100,13 @@ class DataLost(OcigroupError):
     """Messages left retention before the group read them, and the command stops instead of skipping them."""
 
     exit_code = ExitCode.DATA_LOST
+
+
+class CommandFailed(OcigroupError):
+    """`tail --exec`: the command failed for a message and was given up with --on-failure stop; nothing at or past
+    that message was committed."""
+
+    exit_code = ExitCode.COMMAND_FAILED
 
 
 class AuthFailed(ServiceError):

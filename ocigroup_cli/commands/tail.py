@@ -6,7 +6,7 @@ import contextlib
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -20,6 +20,7 @@ from ocigroup_cli.commands.common import (
     session,
 )
 from ocigroup_cli.commands.lines import ENCODINGS, FORMATS, LineSink, formatter
+from ocigroup_cli.commands.tail_exec import Flags, exec_request, run_exec
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import EARLIEST, Position, parse_position
 from ocigroup_cli.delivery import Delivery
@@ -29,8 +30,12 @@ if TYPE_CHECKING:
     from ocigroup_cli.commands.common import Globals
     from ocigroup_cli.config import Profile
     from ocigroup_cli.core.models import StreamInfo
+    from ocigroup_cli.ops.instance import TailOptions
+    from ocigroup_cli.ops.member import Member
     from ocigroup_cli.ops.session import Session
     from ocigroup_cli.ops.tail import Tail, TailStats
+
+M = TypeVar("M", bound="Member")
 
 
 def _check_format(format_: str, encoding: str, template: str | None) -> None:
@@ -103,6 +108,62 @@ DataLossOption = Annotated[
     ),
 ]
 
+ExecOption = Annotated[
+    str | None,
+    typer.Option(
+        "--exec",
+        metavar="CMD",
+        help="Run CMD (/bin/sh -c) for each message, its value on stdin and OCIGROUP_* in its environment; commit "
+        "only what CMD finished (exit 0). See docs/groups.md.",
+        show_default=False,
+    ),
+]
+ExecBatchOption = Annotated[
+    int | None,
+    typer.Option(
+        "--exec-batch",
+        metavar="N",
+        help="With --exec: up to N messages of one partition per run, one line each on stdin (--format).",
+        min=1,
+        max=10_000,
+    ),
+]
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(help="With --exec: commands of different partitions at once (one at a time per partition). "
+                 "[default: 1]", min=1, max=1_000),
+]  # fmt: skip
+RetriesOption = Annotated[
+    int | None,
+    typer.Option(help="With --exec: runs again after a failure, with backoff and jitter. [default: 3]", min=0,
+                 max=100),
+]  # fmt: skip
+OnFailureOption = Annotated[
+    str | None,
+    typer.Option("--on-failure", help="With --exec, once the retries are spent: stop (exit 7; the default), "
+                 "dead-letter or skip."),
+]  # fmt: skip
+DeadLetterOption = Annotated[
+    str | None,
+    typer.Option("--dead-letter", metavar="FILE", help="With --exec: append each message given up to FILE (JSON "
+                 "lines, fsynced before the commit that passes it). Implies --on-failure dead-letter."),
+]  # fmt: skip
+DeadLetterStreamOption = Annotated[
+    str | None,
+    typer.Option("--dead-letter-stream", metavar="STREAM", help="With --exec: publish each message given up to "
+                 "STREAM (name or OCID) before the commit that passes it. Implies --on-failure dead-letter."),
+]  # fmt: skip
+ExecTimeoutOption = Annotated[
+    str | None,
+    typer.Option("--exec-timeout", metavar="D", help="With --exec: end a run (its whole process group) after D "
+                 "(30s, 5m); that is a failure."),
+]  # fmt: skip
+GraceOption = Annotated[
+    str | None,
+    typer.Option("--grace", metavar="D", help="With --exec: at SIGINT/SIGTERM, how long running commands may "
+                 "finish before they are ended. [default: 30s]"),
+]  # fmt: skip
+
 
 def tail(
     ctx: typer.Context,
@@ -122,32 +183,47 @@ def tail(
     partition: PartitionOption = None,
     offset: OffsetOption = None,
     on_data_loss: DataLossOption = None,
+    exec_: ExecOption = None,
+    exec_batch: ExecBatchOption = None,
+    concurrency: ConcurrencyOption = None,
+    retries: RetriesOption = None,
+    on_failure: OnFailureOption = None,
+    dead_letter: DeadLetterOption = None,
+    dead_letter_stream: DeadLetterStreamOption = None,
+    exec_timeout: ExecTimeoutOption = None,
+    grace: GraceOption = None,
 ) -> None:
-    """Consume GROUP as one instance: heartbeats, commits after output, clean rebalances.
+    """Consume GROUP as one instance: heartbeats, commits after output (or after --exec CMD), clean rebalances.
 
     Example: ocigroup tail billing --instance worker-1 --format json -n 100
     """
     _check_format(format_, encoding, template)
     _check_peek(peek_, partition, offset)
-    from ocigroup_cli.ops.groups import named
-    from ocigroup_cli.ops.peek import peek
-
+    flags = Flags(exec_batch, concurrency, retries, on_failure, dead_letter, dead_letter_stream, exec_timeout, grace)
+    asked = exec_request(exec_, peek_, flags)
     g = globals_of(ctx)
     start = _start(from_, g.clock.time_ms())
     profile = _profile(ctx, group, instance, commit_on_get, on_data_loss)
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
-    sink = LineSink(Delivery.stdout(), formatter(format_, encoding, template))
+    line = formatter(format_, encoding, template)
+    limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
+    if peek_:
+        return _peek(s, profile, name, LineSink(Delivery.stdout(), line), max_messages, partition, offset)
+    if asked is not None:
+        plain = format_ == "value" and encoding == "utf8" and asked.batch is None  # the value's bytes, as they are
+        return run_exec(ctx, s, profile, name, start, asked, None if plain else line, join_live, create, limits)
+    _write(s, g, profile, name, start, LineSink(Delivery.stdout(), line), join_live, create, limits)
+
+
+def _write(
+    s: Session, g: Globals, profile: Profile, name: str, start: Position, sink: LineSink, join_live: bool,
+    create: bool, limits: dict[str, Any],
+) -> None:  # fmt: skip
+    """Join as one instance that writes its messages to `sink`, and say what it delivered."""
     runner: list[Tail] = []  # the instance, once it has joined (its figures are the exit message)
     try:  # SIGTERM arrives as KeyboardInterrupt (app.py)
-        if peek_:
-            with named(s.stream, name, list(profile.file_groups), s.options):
-                if not peek(s.client, s.stream, name, sink, max_messages, partition, offset, console.warn):
-                    where = "" if partition is None else f" in partition {partition}"
-                    console.notice(f"nothing to read{where} after {'offset' if offset is not None else 'the commit'}")
-            return
-        limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
-        with _instance(s, g, profile, name, start, sink, join_live, create, limits) as member:
+        with instance_of(s, g, profile, name, start, _writer(sink), join_live, create, limits) as member:
             runner.append(member)
             stats = member.run()
         console.notice(f"tail stopped: {_delivered(stats)}; {stats.rebalances} rebalance(s)")
@@ -159,6 +235,39 @@ def tail(
         raise _stopped(f"stopped, {exc.message}", runner[0].stats if runner else None) from None
     except KeyboardInterrupt:
         raise _stopped("interrupted", runner[0].stats if runner else None) from None
+
+
+def _peek(
+    s: Session,
+    profile: Profile,
+    name: str,
+    sink: LineSink,
+    count: int | None,
+    partition: int | None,
+    offset: int | None,
+) -> None:
+    from ocigroup_cli.ops.groups import named
+    from ocigroup_cli.ops.peek import peek
+
+    try:  # SIGTERM arrives as KeyboardInterrupt (app.py)
+        with named(s.stream, name, list(profile.file_groups), s.options):
+            if not peek(s.client, s.stream, name, sink, count, partition, offset, console.warn):
+                where = "" if partition is None else f" in partition {partition}"
+                console.notice(f"nothing to read{where} after {'offset' if offset is not None else 'the commit'}")
+    except ReaderGone as exc:
+        raise _stopped(f"stopped, {exc.message}", None) from None
+    except KeyboardInterrupt:
+        raise _stopped("interrupted", None) from None
+
+
+def _writer(sink: LineSink) -> Callable[..., Tail]:
+    """What `_instance` makes for a tail that writes its messages to `sink`."""
+    from ocigroup_cli.ops.tail import Tail
+
+    def make(s: Session, options: TailOptions, clock: Clock, status: Callable[[TailStats], None] | None) -> Tail:
+        return Tail(s.client, s.stream, options, clock, sink, console.notice, status)
+
+    return make
 
 
 def _profile(
@@ -184,16 +293,16 @@ def _check_peek(peek_: bool, partition: int | None, offset: int | None) -> None:
 
 
 @contextlib.contextmanager
-def _instance(
-    s: Session, g: Globals, profile: Profile, name: str, start: Position, sink: LineSink, join_live: bool,
+def instance_of(
+    s: Session, g: Globals, profile: Profile, name: str, start: Position, make: Callable[..., M], join_live: bool,
     create: bool, limits: dict[str, Any],
-) -> Iterator[Tail]:  # fmt: skip
-    """The group instance this tail runs as, once it is clear that it may join (a new group, or live instances),
-    while no other process on this host runs as the same instance."""
+) -> Iterator[M]:  # fmt: skip
+    """The group instance this tail runs as (`make(session, options, clock, status)`), once it is clear that it may
+    join (a new group, or live instances), while no other process on this host runs as the same instance."""
     from ocigroup_cli.ops.claim import claim_instance
     from ocigroup_cli.ops.groups import in_use_since, remember
+    from ocigroup_cli.ops.instance import TailOptions
     from ocigroup_cli.ops.peek import live_others
-    from ocigroup_cli.ops.tail import Tail, TailOptions
 
     me = profile.instance_name()
     with claim_instance(s.stream.id, name, me, chosen=profile.sources["group.instance"] != "default"):
@@ -205,7 +314,7 @@ def _instance(
         options = TailOptions.of(profile.settings.group, name, me, start, options=g.repeated(), in_use_ms=since,
                                  **limits)  # fmt: skip
         status = _status_line(g.clock) if console.STATUS.enabled() else None
-        member = Tail(s.client, s.stream, options, g.clock, sink, console.notice, status)
+        member = make(s, options, g.clock, status)
         try:
             yield member
         finally:

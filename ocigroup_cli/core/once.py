@@ -28,6 +28,10 @@ class Written:
             if m.offset > self._through.get(m.partition, -1):
                 self._through[m.partition] = m.offset
 
+    def through(self, partition: int) -> int:
+        """The highest offset of `partition` this process wrote (-1: none)."""
+        return self._through.get(partition, -1)
+
     def saw_committed(self, committed: Mapping[int, int | None]) -> None:
         """The group's committed offsets, as a look at the group gave them: one that went back is a reset of the
         group, whose partition replays what this process wrote (a reset asks for exactly that)."""

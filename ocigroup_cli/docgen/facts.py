@@ -19,6 +19,8 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.THRESHOLD: "A --fail-on-* threshold of inspect was crossed (for cron alerts).",
     ExitCode.DATA_LOST: "tail: messages left the stream's retention before the group read them; the group must be "
     "moved on (the error names the reset command), or run tail with --on-data-loss resume.",
+    ExitCode.COMMAND_FAILED: "tail --exec: the command failed for a message after its retries (--on-failure stop); "
+    "nothing at or past that message was committed.",
     ExitCode.INTERRUPTED: "Interrupted by SIGINT or SIGTERM, or the output pipe was closed; "
     "tail stops cleanly and commits only what it wrote.",
 }
@@ -60,6 +62,20 @@ def environment() -> list[tuple[str, str]]:
         ("SPARK_HOME", "The Spark installation export uses (else the installed pyspark package)."),
         ("PYSPARK_GATEWAY_PORT", "Set by spark-submit for the job it runs: export then uses spark-submit's master."),
         ("_OCIGROUP_COMPLETE", "Set by the shell completion scripts when they call ocigroup back; not for users."),
+    ]
+    given = "Set for a tail --exec command (never read from ocigroup's own environment):"
+    fixed += [
+        ("OCIGROUP_STREAM", f"{given} the stream's name."),
+        ("OCIGROUP_GROUP", f"{given} the consumer group."),
+        ("OCIGROUP_INSTANCE", f"{given} the instance name tail joined as."),
+        ("OCIGROUP_PARTITION", f"{given} the partition of its message(s)."),
+        ("OCIGROUP_OFFSET", f"{given} its message's offset (one message per run)."),
+        ("OCIGROUP_TIMESTAMP", f"{given} its message's time, UTC ISO 8601 (one message per run)."),
+        ("OCIGROUP_KEY", f"{given} its message's key in base64; absent for a message without one."),
+        ("OCIGROUP_ATTEMPT", f"{given} 1 for the first run of its message(s), 2 for the first retry, and so on."),
+        ("OCIGROUP_FIRST_OFFSET", f"{given} the first message's offset (--exec-batch)."),
+        ("OCIGROUP_LAST_OFFSET", f"{given} the last message's offset (--exec-batch)."),
+        ("OCIGROUP_COUNT", f"{given} how many messages are on its stdin (--exec-batch)."),
     ]
     settings = []
     for key, spec in SCHEMA.items():

@@ -18,7 +18,7 @@ from pathlib import Path
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import LOCAL_SOURCE, Profile
 from ocigroup_cli.core.models import StreamInfo
-from ocigroup_cli.errors import ConfigError, OcigroupError, TransientError
+from ocigroup_cli.errors import ConfigError, NotFound, OcigroupError, TransientError
 from ocigroup_cli.paths import read_json_object, replace_file, state_dir
 
 
@@ -89,6 +89,24 @@ def locate(client: StreamingClient, profile: Profile) -> tuple[StreamInfo, bool]
         entries[key] = asdict(stream)
         _save(entries)
     return stream, False
+
+
+def find_stream(client: StreamingClient, profile: Profile, ref: str) -> StreamInfo:
+    """Another stream than the profile's, by OCID or by name in the profile's compartment (ACTIVE)."""
+    if ref.startswith("ocid1."):
+        try:
+            found = client.get_stream(ref)
+        except NotFound:
+            raise StreamNotFound(f"no stream {ref}.", "check the OCID (ocigroup streams list shows them)") from None
+    else:
+        compartment = profile.settings.stream.compartment
+        if not compartment:
+            raise ConfigError(f"profile {profile.name!r} names no compartment to find {ref!r} in.",
+                              "give the stream's OCID, or set stream.compartment")  # fmt: skip
+        found = _by_name(client, ref, compartment)
+    if found.state != "ACTIVE":
+        raise StreamNotFound(f"stream {found.name!r} is {found.state}, not ACTIVE.", "wait until it is ACTIVE")
+    return found
 
 
 def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:

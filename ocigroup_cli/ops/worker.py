@@ -1,0 +1,383 @@
+"""`tail --exec`: a group instance that runs a command for each message (or piece of messages) and commits only what
+the commands finished.
+
+The main thread reads while the lanes hold less than about a second of work per worker (core/lanes.py sizes the
+reads by the pace measured) and commits the newest read whose messages, and every earlier read's, are settled
+(done, skipped or dead-lettered). The crew's threads (ops/crew.py, `--concurrency` of them) take the next piece
+of a free partition straight from the lanes and settle it there, so commands go on while a read or a commit is
+waited for; one piece per partition at a time, in offset order. Every change to the lanes is made under one
+condition, which the main thread waits on.
+
+The service commits by cursor, so a read is committed whole or not at all: what a stop, a failure or a kill
+replays is every message read after the last commit, finished or not (docs/groups.md says exactly what).
+
+Stopping (SIGINT, SIGTERM): no new piece is started, the commands running get `--grace` to finish, then their
+process groups are ended; what finished is committed; exit 130. A second signal ends the commands at once. A
+failure given up with `--on-failure stop` stops the same way, without committing it or anything after it in its
+partition. Heartbeats (ops/member.py) keep the partitions while commands run; a piece in hand longer than
+`max_processing_s` gives them up (no heartbeat, commit or read) until it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+
+from ocigroup_cli.client.streaming import StreamingClient
+from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.lanes import MAX_PENDING, Lanes, read_size
+from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.ops.crew import Crew, Verdict, Work, where
+from ocigroup_cli.ops.instance import TailOptions, TailStats
+from ocigroup_cli.ops.member import IDLE_WAIT_S, Member, on_read_failure
+
+MAX_QUEUED_BYTES = 64 << 20  # of base64 values waiting: no read past them (1 MiB messages)
+MAX_READ = 10_000  # the service's largest GetMessages
+CURSOR_REFRESH_S = 200.0  # a waiting read's cursor older than this is renewed by a heartbeat (cursors live 300 s)
+PACE_WEIGHT = 0.3  # how much the newest piece counts in the measured time per message
+TICK_S = 0.1  # the longest the loop waits for a verdict before it looks around again
+
+
+@dataclass
+class WorkStats:
+    processed: int = 0  # messages whose command succeeded
+    retried: int = 0  # runs beyond each piece's first
+    failed: int = 0  # messages given up (whatever became of them)
+    dead_lettered: int = 0
+    skipped: int = 0
+    ended: int = 0  # messages whose command tail ended while stopping: not done, run again later
+    committed: dict[int, int] = field(default_factory=dict)  # partition -> the highest offset this instance committed
+    stopped: str = "running"  # why it stopped: end, max-messages, interrupted, failed
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "processed": self.processed,
+            "retried": self.retried,
+            "failed": self.failed,
+            "dead_lettered": self.dead_lettered,
+            "skipped": self.skipped,
+            "ended_by_tail": self.ended,
+            "committed": {str(p): o for p, o in sorted(self.committed.items())},
+            "stopped": self.stopped,
+        }
+
+
+class Worker(Member):
+    STALLED = "a command has run"
+
+    def __init__(
+        self,
+        client: StreamingClient,
+        stream: StreamInfo,
+        options: TailOptions,
+        clock: Clock,
+        crew: Crew,
+        notice: Callable[[str], None],
+        status: Callable[[TailStats], None] | None = None,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__(client, stream, options, clock, notice, status, jitter)
+        self.crew = crew
+        self.lanes = Lanes()
+        self.changed = threading.Condition()  # guards the lanes, the figures below and `failure`
+        self.work = WorkStats()
+        self.failure: Verdict | None = None
+        self.started: dict[int, float] = {}  # partition -> when the piece in hand started
+        self.per_message_s: float | None = None
+        self.taken = 0  # messages queued for work (-n counts these)
+        self.reading = True  # False once -e or -n has read all it will
+        self.next_read = 0.0
+        self.signals = 0
+        self._interruptible = False
+
+    # -- the main thread --------------------------------------------------------------------------------------
+
+    def run(self) -> WorkStats:
+        start_ms = self.clock.time_ms()
+        with self._signals():
+            try:
+                with self._network(), self.lock:
+                    self._join()
+                self._start_beating()
+                self.crew.start(self._take, self._settle)
+                self._loop(start_ms)
+            except KeyboardInterrupt:
+                self.work.stopped = "interrupted"
+            finally:
+                self._wind_down()
+        return self.work
+
+    def _loop(self, start_ms: int) -> None:
+        caught_up: set[int] = set()
+        while True:
+            if self.failure is not None or self.signals:
+                self.work.stopped = "failed" if self.failure is not None else "interrupted"
+                return
+            if self._gave_up and not self._stalled():  # the long piece ended: take partitions again
+                self._gave_up = False
+                self.notice("the long-running command ended: joining the group again")
+                with self._network():
+                    self._rejoin()
+            if self._assignment_due():
+                with self._network():
+                    self._check_assignment()
+            self._commit_settled()
+            self._refresh_waiting_cursors()
+            with self.changed:
+                finished = not self.reading and self.lanes.idle and not self.lanes.batches
+                may_read = self._may_read()
+                if not finished and not may_read:
+                    self.changed.wait(TICK_S)
+            if finished:
+                self.work.stopped = "end" if self.opts.until_end else "max-messages"
+                return
+            if may_read:
+                caught_up |= self._read_more(start_ms)
+                if self.opts.until_end and self.stats.held and set(self.stats.held) <= caught_up:
+                    self.reading = False
+            if self.status:
+                self.status(self.stats)
+
+    def _may_read(self) -> bool:
+        lanes, o = self.lanes, self.opts
+        if not self.reading or self.clock.monotonic() < self.next_read or self._stalled():
+            return False
+        if len(lanes.batches) >= MAX_PENDING or lanes.queued_bytes >= MAX_QUEUED_BYTES:
+            return False
+        wanted = self._read_size() * self.crew.opts.concurrency  # a read's worth for every worker
+        return lanes.queued < wanted and (o.max_messages is None or self.taken < o.max_messages)
+
+    def _read_size(self) -> int:
+        x = self.crew.opts
+        return read_size(self.per_message_s, x.concurrency, x.piece, self.opts.batch_limit or MAX_READ)
+
+    def _read_more(self, start_ms: int) -> set[int]:
+        """One read into the lanes; the partitions it showed newer than the start (for -e)."""
+        o = self.opts
+        limit = self._read_size()
+        if o.max_messages is not None:
+            limit = min(limit, o.max_messages - self.taken)
+        with self._network():
+            messages = self._read(limit)
+        if not messages:
+            self.next_read = self.clock.monotonic() + IDLE_WAIT_S
+            if o.until_end:
+                self.reading = False
+            return set()
+        with self.changed:
+            self.taken += self.lanes.add(messages, self.cursor, self.clock.monotonic())
+            self.changed.notify_all()
+        self.stats.batches += 1
+        if o.max_messages is not None and self.taken >= o.max_messages:
+            self.reading = False
+        if not o.until_end:
+            return set()
+        last = {m.partition: m for m in messages}  # each partition's newest in this read
+        return {p for p, m in last.items() if m.timestamp_ms > start_ms}
+
+    def _stalled(self) -> bool:
+        """A piece has been in hand past max_processing_s: the partitions are given up (no heartbeat, no commit,
+        no read) until it ends; then the instance joins again."""
+        return self.opts.rules.stalled(self.batch_started, self.clock.monotonic())
+
+    # -- the crew's threads -------------------------------------------------------------------------------------
+
+    def _take(self) -> Work | None:
+        """The next piece for a crew thread: waits while there is none; None once the instance stops."""
+        with self.changed:
+            while not self.crew.stopping.is_set() and self.failure is None:
+                work = self.lanes.take(self.crew.opts.piece)
+                if work:
+                    self.started[work[0].partition] = self.clock.monotonic()
+                    self.batch_started = min(self.started.values())
+                    return work
+                self.changed.wait(TICK_S)
+            return None
+
+    def _settle(self, v: Verdict) -> None:
+        """A crew thread's verdict on a piece: done or given up (it may be committed), else not done."""
+        p, n = v.work[0].partition, len(v.work)
+        with self.changed:
+            w = self.work
+            self.started.pop(p, None)
+            self.batch_started = min(self.started.values(), default=None)
+            w.retried += v.attempts - 1
+            if v.kind == "done":
+                w.processed += n
+                self.stats.written = w.processed
+                pace = v.outcome.seconds / n
+                self.per_message_s = pace if self.per_message_s is None else (
+                    PACE_WEIGHT * pace + (1 - PACE_WEIGHT) * self.per_message_s)  # fmt: skip
+            elif v.kind == "ended":
+                w.ended += n
+            else:
+                w.failed += n
+                w.skipped += n if v.kind == "skipped" else 0
+                w.dead_lettered += n if v.kind == "dead-lettered" else 0
+            if v.settled:
+                self.lanes.finish(v.work)
+            else:
+                self.lanes.abandon(v.work)
+                if v.kind != "ended" and self.failure is None:
+                    self.failure = v
+            self.changed.notify_all()
+
+    # -- commits ------------------------------------------------------------------------------------------
+
+    def _commit_settled(self, final: bool = False) -> None:
+        """Commit the newest read whose messages, and every earlier read's, are settled (at the commits' pace)."""
+        if not final and (not self._commit_due() or self._stalled()):
+            return
+        with self.changed:
+            batch = self.lanes.committable()
+        if batch is None:
+            return
+        with self._network() if not final else contextlib.nullcontext(), self.lock:
+            try:
+                # at exit not patient: Ctrl-C in an outage must not wait for the service
+                following = self.client.commit(self.stream, batch.cursor, patient=None if final else self._outage)
+            except OcigroupError as exc:
+                if final:
+                    self.stats.final_commit_failed = True
+                    self.notice(f"the last commit failed ({exc.message}); what it carried will be run again")
+                    return
+                self._commit_refused(exc)
+                return
+            if batch.cursor == self.cursor:
+                self.cursor = following
+            self.last_contact = self.last_commit = self.clock.monotonic()
+            self.stats.committed_batches += 1
+            for p, offset in batch.through.items():
+                self.work.committed[p] = max(offset, self.work.committed.get(p, -1))
+
+    def _commit_refused(self, exc: OcigroupError) -> None:
+        """Under the lock: a partition moved (a rebalance), the cursor expired, or the group's position was lost."""
+        action = on_read_failure(exc)
+        if action == "stop":
+            raise exc
+        if action == "lost":
+            self._data_lost()
+            self._join(patient=True)
+        elif action == "moved":
+            self._moved()
+        else:
+            self.notice(f"commit refused ({exc.message}): joining the group again")
+            self._join(patient=True)
+
+    def _refresh_waiting_cursors(self) -> None:
+        """A read waiting for its work keeps a cursor that lives 5 minutes: renew one that is getting old."""
+        now = self.clock.monotonic()
+        with self.changed:
+            batch = next((b for b in self.lanes.batches if now - b.issued > CURSOR_REFRESH_S), None)
+        if batch is None or self._stalled():
+            return
+        with self._network(), self.lock:
+            try:
+                batch.cursor = self.client.heartbeat(self.stream, batch.cursor)
+            except OcigroupError as exc:
+                self._commit_refused(exc)
+                return
+            batch.issued = self.last_contact = self.clock.monotonic()
+
+    # -- membership -----------------------------------------------------------------------------------------
+
+    def _joined(self) -> None:
+        """Under the lock, after a join: what waited is read again from the group's committed offsets."""
+        with self.changed:
+            dropped = self.lanes.drop()
+        self.taken -= dropped
+        o = self.opts
+        if o.until_end or (o.max_messages is not None and self.taken < o.max_messages):
+            self.reading = True
+        if dropped:
+            self.notice(f"{dropped} message(s) read and not started are read again after joining the group again")
+
+    def _saw_committed(self, committed: dict[int, int | None]) -> None:
+        with self.changed:
+            reset = self.lanes.saw_committed(committed)
+        if reset:  # a reset: the reads start again from the group's new position
+            self.notice("the group was reset: reading again from its new position")
+            self._rejoin()
+
+    def _check_assignment(self) -> None:
+        held = set(self.stats.held)
+        super()._check_assignment()
+        lost = held - set(self.stats.held)
+        with self.changed:
+            running = [self.lanes.running[p] for p in sorted(lost & self.lanes.running.keys())]
+            waiting = bool(lost) and self.lanes.waiting(lost)
+        for work in running:
+            self.notice(f"{where(work)}: the partition moved to another instance while its command ran; this "
+                        "instance does not commit it, the new owner runs it again")  # fmt: skip
+        if waiting:  # reads that carry them can never be committed: read again
+            self._rejoin()
+
+    def _rejoin(self) -> None:
+        with self.lock:
+            self._join(patient=True)
+
+    # -- stopping -------------------------------------------------------------------------------------------
+
+    def _wind_down(self) -> None:
+        """No new piece; the running ones get the grace, then are ended; commit what settled; stop heartbeating."""
+        crew = self.crew
+        crew.stopping.set()
+        grace_until = self.clock.monotonic() + crew.opts.grace_s
+        with self.changed:
+            self.changed.notify_all()
+            running = len(self.lanes.running)
+        if running and self.work.stopped == "interrupted":
+            self.notice(f"stopping: waiting up to {crew.opts.grace_s:g}s for {running} running command(s) to "
+                        "finish (a second Ctrl-C ends them now)")  # fmt: skip
+        while running:
+            if not crew.end_now.is_set() and (self.signals > 1 or self.clock.monotonic() >= grace_until):
+                self.notice(f"ending {running} running command(s) (their process groups)")
+                crew.end_now.set()
+            with self.changed:
+                self.changed.wait(TICK_S)
+                running = len(self.lanes.running)
+        crew.join(5)
+        try:
+            self._commit_settled(final=True)
+        finally:
+            self._stop_beating()
+
+    @contextlib.contextmanager
+    def _network(self) -> Iterator[None]:
+        """A request may be interrupted by the first signal (an outage is not waited out at Ctrl-C)."""
+        self._interruptible = True
+        try:
+            if self.signals:
+                raise KeyboardInterrupt
+            yield
+        finally:
+            self._interruptible = False
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        """SIGINT and SIGTERM counted: the loop stops at the first (at once when it waits on the network), and a
+        second ends the running commands. Only the main thread can take signals (in-process tests run elsewhere)."""
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            self.signals += 1  # nothing here takes a lock: the main thread may hold it
+            if self.signals == 1 and self._interruptible:
+                raise KeyboardInterrupt
+
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
+
+
+__all__ = ["WorkStats", "Worker"]
