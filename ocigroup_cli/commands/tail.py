@@ -14,6 +14,7 @@ from ocigroup_cli import console
 from ocigroup_cli.commands.common import (
     GroupArgument,
     InstanceOption,
+    OutputOption,
     confirm_joining,
     globals_of,
     load_profile,
@@ -192,6 +193,7 @@ def tail(
     dead_letter_stream: DeadLetterStreamOption = None,
     exec_timeout: ExecTimeoutOption = None,
     grace: GraceOption = None,
+    output: OutputOption = None,
 ) -> None:
     """Consume GROUP as one instance: heartbeats, commits after output (or after --exec CMD), clean rebalances.
 
@@ -212,7 +214,8 @@ def tail(
         return _peek(s, profile, name, LineSink(Delivery.stdout(), line), max_messages, partition, offset)
     if asked is not None:
         plain = format_ == "value" and encoding == "utf8" and asked.batch is None  # the value's bytes, as they are
-        return run_exec(ctx, s, profile, name, start, asked, None if plain else line, join_live, create, limits)
+        line_or_raw = None if plain else line
+        return run_exec(ctx, s, profile, name, start, asked, line_or_raw, join_live, create, limits, output)
     _write(s, g, profile, name, start, LineSink(Delivery.stdout(), line), join_live, create, limits)
 
 

@@ -105,6 +105,7 @@ def _seconds(flag: str, text: str | None) -> float | None:
 def run_exec(
     ctx: typer.Context, s: Session, profile: Profile, name: str, start: Position, r: Request,
     line: Callable[[Message], bytes] | None, join_live: bool, create: bool, limits: dict[str, Any],
+    output: str | None = None,
 ) -> None:  # fmt: skip
     """Join as one instance that runs the command, then say what it did (and stop as it stopped)."""
     from ocigroup_cli.commands.tail import instance_of
@@ -132,7 +133,7 @@ def run_exec(
             if runner:
                 notice(f"tail stopped: {summary(runner[0].work, runner[0].stats)}")
             raise
-    _report(ctx, runner[0], work)
+    _report(runner[0], work, output or g.output, names)
 
 
 def notice(message: str) -> None:
@@ -186,12 +187,13 @@ def summary(work: WorkStats, stats: TailStats) -> str:
     return f"{text}; {stats.rebalances} rebalance(s)"
 
 
-def _report(ctx: typer.Context, worker: Worker, work: WorkStats) -> None:
+def _report(worker: Worker, work: WorkStats, output: str | None, names: dict[str, str]) -> None:
     """The summary (and the document with an explicit -o json/yaml), then the exit the stop calls for."""
     said = summary(work, worker.stats)
-    output = globals_of(ctx).output
     if output in ("json", "yaml"):
-        console.emit({"summary": work.as_json()}, output)
+        who = {"stream": names["OCIGROUP_STREAM"], "group": names["OCIGROUP_GROUP"],
+               "instance": names["OCIGROUP_INSTANCE"]}  # fmt: skip
+        console.emit({**who, **work.as_json(), "rebalances": worker.stats.rebalances}, output)
     if worker.failure is not None:
         raise _failure(worker.failure)
     if work.stopped == "interrupted":

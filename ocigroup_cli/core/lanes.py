@@ -122,12 +122,12 @@ class Lanes:
         self.done.saw_committed(committed)
         return any(self.done.through(p) < offset for p, offset in before.items())
 
-    def waiting(self, partitions: Iterable[int]) -> bool:
-        """Whether any of `partitions` has messages queued or in a batch not committed yet."""
-        wanted = set(partitions)
-        if any(self.queues.get(p) for p in wanted):
-            return True
-        return any(wanted & batch.through.keys() for batch in self.batches)
+    def waiting(self) -> set[int]:
+        """The partitions with messages queued, or carried by a read not committed yet."""
+        found = {p for p, q in self.queues.items() if q}
+        for batch in self.batches:
+            found |= batch.through.keys()
+        return found
 
     @property
     def idle(self) -> bool:

@@ -95,6 +95,7 @@ class Worker(Member):
         self.next_read = 0.0
         self.signals = 0
         self._interruptible = False
+        self._told: set[tuple[int, int]] = set()  # pieces said to have moved away while they ran
 
     # -- the main thread --------------------------------------------------------------------------------------
 
@@ -306,16 +307,18 @@ class Worker(Member):
             self._rejoin()
 
     def _check_assignment(self) -> None:
-        held = set(self.stats.held)
+        """A look at the group: work in hand for a partition held no more is said once (it is not committed here: its
+        new owner runs it again); reads that carry such a partition can never be committed: they are read again."""
         super()._check_assignment()
-        lost = held - set(self.stats.held)
+        held = set(self.stats.held)
         with self.changed:
-            running = [self.lanes.running[p] for p in sorted(lost & self.lanes.running.keys())]
-            waiting = bool(lost) and self.lanes.waiting(lost)
-        for work in running:
+            moved = [w for p, w in self.lanes.running.items() if p not in held and (p, w[0].offset) not in self._told]
+            stray = bool(self.lanes.waiting() - held)
+        for work in moved:
+            self._told.add((work[0].partition, work[0].offset))
             self.notice(f"{where(work)}: the partition moved to another instance while its command ran; this "
                         "instance does not commit it, the new owner runs it again")  # fmt: skip
-        if waiting:  # reads that carry them can never be committed: read again
+        if stray:
             self._rejoin()
 
     def _rejoin(self) -> None:

@@ -99,12 +99,12 @@ def test_a_reset_of_the_group_works_its_messages_again():
 def test_waiting_names_partitions_with_queued_or_uncommitted_reads():
     lanes = Lanes()
     lanes.add([_m(0, 1), _m(1, 1)], "c1", 0.0)
-    assert lanes.waiting([1]) and not lanes.waiting([2])
+    assert lanes.waiting() == {0, 1}
     lanes.finish(lanes.take(1))
     lanes.finish(lanes.take(1))
-    assert lanes.waiting([0])  # committed only once the cursor is taken
+    assert lanes.waiting() == {0, 1}  # committed only once the cursor is taken
     lanes.committable()
-    assert not lanes.waiting([0, 1])
+    assert lanes.waiting() == set()
 
 
 def test_read_size_is_about_a_second_of_one_workers_work_within_the_read_budget():
