@@ -22,6 +22,7 @@ QUICK = {
     "benchmarks.cli_bench": ["--rounds", "3", "--large", "45000"],
     "benchmarks.export_bench": ["--messages", "200000", "--memory-factor", "2"],
     "benchmarks.bucket_bench": ["--scale", "reduced"],
+    "benchmarks.exec_bench": ["--messages", "50000", "--per-message", "2000"],
 }
 FULL = {"benchmarks.bucket_bench": ["--scale", "full"]}  # its own default is the reduced scale
 

@@ -5,6 +5,7 @@ offset, a directory), each of which must be there. A recipe added without a scen
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -126,6 +127,7 @@ def test_every_recipe_has_a_scenario():
     assert set(recipes()) == {
         "A lagging group", "A stuck partition", "A dead consumer", "Replay from a time",
         "Messages lost past retention", "A group that vanished", "An export for audit", "Alerts from cron",
+        "A script as a consumer",
     }  # fmt: skip
 
 
@@ -161,6 +163,35 @@ def test_alerts_from_cron(busy):
     assert json.loads((busy.work / "billing-lag.json").read_text())["group"] == "billing"
     summary = json.loads((busy.work / "billing-health.ndjson").read_text().splitlines()[0])
     assert summary["health"]["verdict"] == "UNKNOWN"  # one run: no history yet (the next runs judge)
+
+
+HANDLER = """#!/bin/sh
+v=$(cat)
+if [ "$v" = late-7 ]; then echo "cannot handle $v" >&2; exit 1; fi
+echo "$OCIGROUP_PARTITION $OCIGROUP_OFFSET $v" >> handled.log
+"""
+
+
+def test_a_script_as_a_consumer(busy):
+    """The README's handler records each message and cannot handle one, which goes to the dead-letter file after
+    its retries; then the batch line appends what was published since, one JSON line per message."""
+    script = busy.work / "handle-order.sh"
+    script.write_text(HANDLER)
+    script.chmod(0o755)
+    lines = recipes()["A script as a consumer"]
+    play(busy, lines[:1], [0])
+    handled = [line.split(" ", 2)[2] for line in (busy.work / "handled.log").read_text().splitlines()]
+    dead = [json.loads(line) for line in (busy.work / "billing-dead.jsonl").read_text().splitlines()]
+    assert [base64.b64decode(d["value"]) for d in dead] == [b"late-7"] and dead[0]["attempts"] == 4
+    assert sorted(handled) == sorted(
+        {f"early-{i}" for i in range(200)} | {f"late-{i}" for i in range(200)} - {"late-7"}
+    )
+    busy.sdk.put(busy.sid, [(key_for(i % 8, 8), f"new-{i}") for i in range(100)])
+    play(busy, lines[1:], [0])
+    rows = [json.loads(line) for line in (busy.work / "orders.ndjson").read_text().splitlines()]
+    assert sorted(r["value"] for r in rows) == sorted(f"new-{i}" for i in range(100))
+    committed = {p: r.committed_offset for p, r in busy.sdk.group(busy.sid, "billing").items()}
+    assert committed == {p: busy.sdk.read_all(busy.sid, p)[-1].offset for p in range(8)}
 
 
 def test_messages_lost_past_retention(world):

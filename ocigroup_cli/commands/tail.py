@@ -298,7 +298,7 @@ def _check_peek(peek_: bool, partition: int | None, offset: int | None) -> None:
 @contextlib.contextmanager
 def instance_of(
     s: Session, g: Globals, profile: Profile, name: str, start: Position, make: Callable[..., M], join_live: bool,
-    create: bool, limits: dict[str, Any],
+    create: bool, limits: dict[str, Any], done: str = "written",
 ) -> Iterator[M]:  # fmt: skip
     """The group instance this tail runs as (`make(session, options, clock, status)`), once it is clear that it may
     join (a new group, or live instances), while no other process on this host runs as the same instance."""
@@ -316,7 +316,7 @@ def instance_of(
         since = in_use_since(s.stream.id, name)
         options = TailOptions.of(profile.settings.group, name, me, start, options=g.repeated(), in_use_ms=since,
                                  **limits)  # fmt: skip
-        status = _status_line(g.clock) if console.STATUS.enabled() else None
+        status = _status_line(g.clock, done) if console.STATUS.enabled() else None
         member = make(s, options, g.clock, status)
         try:
             yield member
@@ -384,7 +384,7 @@ def _recreated(start: Position, last_ms: int) -> str:
 RATE_WINDOW_S = 10.0  # the status line's rate: over the last seconds, not since the start (a first batch's burst)
 
 
-def _status_line(clock: Clock) -> Callable[[TailStats], None]:
+def _status_line(clock: Clock, done: str = "written") -> Callable[[TailStats], None]:
     seen: deque[tuple[float, int]] = deque()  # (monotonic time, written) at each redraw of the window
 
     def show(stats: TailStats) -> None:
@@ -394,12 +394,12 @@ def _status_line(clock: Clock) -> Callable[[TailStats], None]:
         seen.append((now, stats.written))
         while now - seen[0][0] > RATE_WINDOW_S:
             seen.popleft()
-        console.STATUS.show(status_text(stats, list(seen)))
+        console.STATUS.show(status_text(stats, list(seen), done))
 
     return show
 
 
-def status_text(stats: TailStats, seen: list[tuple[float, int]]) -> str:
+def status_text(stats: TailStats, seen: list[tuple[float, int]], done: str = "written") -> str:
     """What tail is doing, for a person: its rate over `seen` (once a second or more of it), what it wrote, the
     partitions it holds and how often they changed hands."""
     (t0, w0), (t1, w1) = seen[0], seen[-1]
@@ -407,4 +407,4 @@ def status_text(stats: TailStats, seen: list[tuple[float, int]]) -> str:
     held = stats.held
     holding = "no partition" if not held else f"partition{'s' if len(held) > 1 else ''} {','.join(map(str, held))}"
     n = stats.rebalances
-    return f"{rate}{stats.written:,} written; holding {holding}; {n} rebalance{'' if n == 1 else 's'}"
+    return f"{rate}{stats.written:,} {done}; holding {holding}; {n} rebalance{'' if n == 1 else 's'}"

@@ -126,7 +126,7 @@ def run_exec(
             return Worker(s.client, s.stream, manual, clock, crew, notice, status)
 
         try:
-            with instance_of(s, g, profile, name, start, make, join_live, create, limits) as worker:
+            with instance_of(s, g, profile, name, start, make, join_live, create, limits, "processed") as worker:
                 runner.append(worker)
                 work = worker.run()
         except OcigroupError:

@@ -135,13 +135,14 @@ class Lanes:
 
 
 def read_size(per_message_s: float | None, workers: int, piece: int, cap: int) -> int:
-    """How many messages a read asks for, at the measured pace (`per_message_s`; None before one was measured: a
-    piece per worker). A read may hold one partition's messages only, worked one piece at a time: about
+    """How many messages a read asks for, at the measured pace (`per_message_s`; None before one was measured: one
+    piece, so that a stop before then replays little). A read may hold one partition's messages only, worked one
+    piece at a time: about
     WORK_PER_READ_S of one worker's work, so that a stop replays little; but enough that all the workers together
     need no more than READS_PER_S reads a second (the service allows 5 GetMessages a second); at least a piece, at
     most `cap`."""
     if per_message_s is None:
-        return min(cap, workers * piece)
+        return min(cap, piece)
     pace = max(per_message_s, 1e-6)
     wanted = max(piece, WORK_PER_READ_S / pace, workers / pace / READS_PER_S)
     return max(1, min(cap, round(wanted)))

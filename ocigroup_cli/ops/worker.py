@@ -131,7 +131,7 @@ class Worker(Member):
             self._commit_settled()
             self._refresh_waiting_cursors()
             with self.changed:
-                finished = not self.reading and self.lanes.idle and not self.lanes.batches
+                finished = not self.reading and self.lanes.idle  # the last commit is the wind-down's
                 may_read = self._may_read()
                 if not finished and not may_read:
                     self.changed.wait(TICK_S)

@@ -108,7 +108,7 @@ def test_waiting_names_partitions_with_queued_or_uncommitted_reads():
 
 
 def test_read_size_is_about_a_second_of_one_workers_work_within_the_read_budget():
-    assert read_size(None, 4, 1, 10_000) == 4  # nothing measured: a piece per worker
+    assert read_size(None, 4, 1, 10_000) == 1  # nothing measured: one piece (a stop replays little)
     assert read_size(None, 1, 500, 10_000) == 500
     assert read_size(0.3, 4, 1, 10_000) == round(4 / 0.3 / READS_PER_S)  # slow: the read budget decides
     assert read_size(0.3, 1, 1, 10_000) == 3  # a second of one worker's work
