@@ -195,6 +195,7 @@ def _report(worker: Worker, work: WorkStats, output: str | None, names: dict[str
                "instance": names["OCIGROUP_INSTANCE"]}  # fmt: skip
         console.emit({**who, **work.as_json(), "rebalances": worker.stats.rebalances}, output)
     if worker.failure is not None:
+        notice(f"tail stopped: {said}")
         raise _failure(worker.failure)
     if work.stopped == "interrupted":
         raise Interrupted(f"interrupted: {said}.")
@@ -205,8 +206,10 @@ def _failure(v: Verdict) -> OcigroupError:
     from ocigroup_cli.ops.command import NOT_RUNNABLE
     from ocigroup_cli.ops.crew import where
 
+    if v.outcome.stderr:  # part of the error: said with -q too
+        console.notice("ocigroup: the command's last lines on stderr:", quiet_too=True)
     for text in v.outcome.stderr:
-        console.notice(f"  stderr: {console.visible(text)}")
+        console.notice(f"  stderr: {console.visible(text)}", quiet_too=True)
     nothing = "nothing at or past it was committed"
     if v.error is not None:
         v.error.message = f"{where(v.work)} could not be dead-lettered: {v.error.message} ({nothing})"
