@@ -117,6 +117,14 @@ class Conflict(ServiceError):
     """409 that waiting will not fix."""
 
 
+class BadAnswer(OcigroupError):
+    """Something answered that is not the service's answer: an HTML page (a captive portal, a proxy's page), invalid
+    JSON, a shape the service never sends, or more bytes than it ever sends. The endpoint's fault, not a bug of
+    ours, and not retried: exit 4, as for a network that fails."""
+
+    exit_code = ExitCode.TRANSIENT
+
+
 class Throttled(ServiceError, TransientError):
     """429: over a rate limit; the same request succeeds later."""
 

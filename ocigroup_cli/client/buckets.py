@@ -23,7 +23,7 @@ class BucketClient(Sender):
 
     def namespace(self) -> str:
         resp = self.request("GetNamespace", self.storage_url, "GET", "/n")
-        return str(resp.json())
+        return resp.shaped(_name)
 
     def create_bucket(self, name: str, compartment: str) -> bool:
         """CreateBucket in the tenancy's namespace; False when a bucket of that name exists already."""
@@ -36,3 +36,9 @@ class BucketClient(Sender):
                 raise
             return False
         return True
+
+
+def _name(doc: object) -> str:
+    if not isinstance(doc, str) or not doc:
+        raise TypeError("not a namespace name")
+    return doc

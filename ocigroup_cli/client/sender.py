@@ -16,14 +16,17 @@ from ocigroup_cli.client.auth import Credentials, credentials
 from ocigroup_cli.client.errors import connection_failure, retry_after, service_failure
 from ocigroup_cli.client.pacing import Pacer
 from ocigroup_cli.client.regions import streaming_endpoint
-from ocigroup_cli.client.transport import API_VERSION, Response, Transport
+from ocigroup_cli.client.transport import API_VERSION, MAX_ANSWER_BYTES, Response, TooLarge, Transport
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core import backoff
 from ocigroup_cli.core.clock import TEST_CLOCK_HEADER, Clock
 from ocigroup_cli.core.models import StreamInfo
-from ocigroup_cli.errors import ConfigError, OcigroupError, Throttled, TransientError
+from ocigroup_cli.errors import BadAnswer, ConfigError, OcigroupError, Throttled, TransientError
 
 EMULATOR_CLOCK_TIMEOUT_S = 2.0
+# what the service sends at most, with margin, where it is more than transport.MAX_ANSWER_BYTES: a GetMessages of
+# 10,000 messages, whose size the service chooses (ocigroup's own reads ask for 8 MiB of base64 at most)
+ANSWER_BYTES = {"GetMessages": 64 << 20}
 
 
 class Waiting(NamedTuple):
@@ -167,13 +170,21 @@ class Sender:
     ) -> Response | tuple[OcigroupError, float | None]:
         """One try: the answer, or the failure it means with the wait the service asked for (Retry-After)."""
         timeout = max(0.1, min(60.0, deadline.remaining()))
+        limit = ANSWER_BYTES.get(operation, MAX_ANSWER_BYTES)
         try:
-            resp = transport.request(method, path, query, body, sign_body=sign_body, timeout=timeout)
+            resp = transport.request(method, path, query, body, sign_body=sign_body, timeout=timeout, max_bytes=limit)
+        except TooLarge as exc:
+            return BadAnswer(
+                f"{operation}: {transport.endpoint} answered with {exc}, more than the service ever sends for it "
+                f"({limit >> 20} MiB): not the service's answer.",
+                "is the endpoint right, and is something (a proxy) answering in its place?",
+            ), None
         except (OSError, http.client.HTTPException) as exc:
             failure = connection_failure(operation, transport.endpoint, transport.proxy, exc)
             if self.trace:
                 self.trace(f"{operation}: {failure.message}")
             return failure, None
+        resp.operation, resp.endpoint = operation, transport.endpoint
         rid = resp.headers.get("opc-request-id")
         if self.trace:
             self.trace(f"{operation}: {resp.status} (opc-request-id {rid})")
@@ -181,10 +192,14 @@ class Sender:
         if told is not None and told.isdigit() and self.on_service_time is not None:
             self.on_service_time(int(told))
         if 200 <= resp.status < 300:
+            try:
+                resp.json()  # parsed once, here: an answer that is not JSON is the endpoint's fault
+            except BadAnswer as exc:
+                return exc, None
             return resp
         try:
             err = resp.json()
-        except ValueError:
+        except BadAnswer:  # an error page that is not the service's JSON: its text, as it came
             err = None
         if isinstance(err, dict):
             code, message = err.get("code"), str(err.get("message", ""))

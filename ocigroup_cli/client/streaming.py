@@ -50,7 +50,7 @@ class StreamingClient(Sender):
         resp = self.request(
             "GetStream", self.admin_url, "GET", f"/streams/{quote(stream_id, safe='')}", budget=("GetStream", stream_id)
         )
-        return stream_info(resp.json())
+        return resp.shaped(stream_info)
 
     def list_streams(self, compartment: str, name: str | None = None) -> list[StreamInfo]:
         out: list[StreamInfo] = []
@@ -61,7 +61,7 @@ class StreamingClient(Sender):
             resp = self.request(
                 "ListStreams", self.admin_url, "GET", "/streams", dict(query), budget=("ListStreams", compartment)
             )
-            out += [stream_info(s) for s in resp.json()]
+            out += resp.shaped(lambda doc: [stream_info(s) for s in doc])
             page = resp.headers.get("opc-next-page")
             if not page:
                 return out
@@ -83,7 +83,7 @@ class StreamingClient(Sender):
             retry=False,
             budget=("CreateStream", compartment),
         )
-        return stream_info(resp.json())
+        return resp.shaped(stream_info)
 
     # -- data plane -----------------------------------------------------------------------------------------
 
@@ -115,10 +115,12 @@ class StreamingClient(Sender):
             ]
         }
         resp = self._data("PutMessages", stream, "POST", "messages", body=body, sign_body=False)
-        return [
-            PutResult(None if "partition" not in e else int(e["partition"]), e.get("offset"), e.get("error"))
-            for e in resp.json()["entries"]
-        ]
+        return resp.shaped(
+            lambda doc: [
+                PutResult(None if "partition" not in e else int(e["partition"]), e.get("offset"), e.get("error"))
+                for e in doc["entries"]
+            ]
+        )
 
     def create_group_cursor(
         self,
@@ -150,7 +152,7 @@ class StreamingClient(Sender):
             patient=patient,
             budget=("CreateGroupCursor", stream.id, group),
         )
-        cursor = str(resp.json()["value"])
+        cursor = resp.shaped(_value)
         self.pacer.note(cursor, ("g", group))
         return cursor
 
@@ -163,7 +165,7 @@ class StreamingClient(Sender):
         if time_ms is not None:
             body["time"] = ms_to_rfc3339(time_ms)
         resp = self._data("CreateCursor", stream, "POST", "cursors", body=body, budget=("CreateCursor", stream.id))
-        cursor = str(resp.json()["value"])
+        cursor = resp.shaped(_value)
         self.pacer.note(cursor, ("p", partition))
         return cursor
 
@@ -181,10 +183,10 @@ class StreamingClient(Sender):
         resp = self._data(
             "GetMessages", stream, "GET", "messages", query=query, patient=patient, budget=budget, per_second=5
         )
-        messages = [
-            Message(int(m["partition"]), m["offset"], m["timestamp"], m.get("key"), m["value"]) for m in resp.json()
-        ]
-        following = resp.headers["opc-next-cursor"]
+        messages = resp.shaped(_messages)
+        following = resp.headers.get("opc-next-cursor")
+        if not following:
+            raise resp.bad("no opc-next-cursor header")
         lane = self.pacer.lane(cursor)
         if lane is not None:
             self.pacer.note(following, lane)
@@ -212,7 +214,7 @@ class StreamingClient(Sender):
         lane = self.pacer.lane(cursor)
         budget = (operation, stream.id, lane)
         resp = self._data(operation, stream, "POST", action, query={"cursor": cursor}, budget=budget, patient=patient)
-        following = str(resp.json()["value"])
+        following = resp.shaped(_value)
         if lane is not None:
             self.pacer.note(following, lane)
         return following
@@ -222,21 +224,8 @@ class StreamingClient(Sender):
     ) -> list[Reservation]:
         """The group's reservations; `patient`: transient failures are retried until the service answers."""
         path = f"groups/{quote(group, safe='')}"
-        data = self._data(
-            "GetGroup", stream, "GET", path, budget=("GetGroup", stream.id, group), patient=patient
-        ).json()
-        return sorted(
-            (
-                Reservation(
-                    partition=int(r["partition"]),
-                    committed_offset=_committed(r.get("committedOffset")),
-                    instance=r.get("reservedInstance"),
-                    reserved_until_ms=parse_rfc3339_ms(r["timeReservedUntil"]) if r.get("timeReservedUntil") else None,
-                )
-                for r in data.get("reservations") or []
-            ),
-            key=lambda r: r.partition,
-        )
+        resp = self._data("GetGroup", stream, "GET", path, budget=("GetGroup", stream.id, group), patient=patient)
+        return resp.shaped(_reservations)
 
     def update_group(self, stream: StreamInfo, group: str, kind: str, time_ms: int | None = None) -> None:
         body: dict[str, Any] = {"type": kind}
@@ -244,6 +233,38 @@ class StreamingClient(Sender):
             body["time"] = ms_to_rfc3339(time_ms)
         path = f"groups/{quote(group, safe='')}"
         self._data("UpdateGroup", stream, "PUT", path, body=body, budget=("UpdateGroup", stream.id, group))
+
+
+def _reservations(data: Any) -> list[Reservation]:
+    return sorted(
+        (
+            Reservation(
+                partition=int(r["partition"]),
+                committed_offset=_committed(r.get("committedOffset")),
+                instance=r.get("reservedInstance"),
+                reserved_until_ms=parse_rfc3339_ms(r["timeReservedUntil"]) if r.get("timeReservedUntil") else None,
+            )
+            for r in data.get("reservations") or []
+        ),
+        key=lambda r: r.partition,
+    )
+
+
+def _messages(doc: Any) -> list[Message]:
+    if not isinstance(doc, list):
+        raise TypeError("not a list of messages")
+    out = [Message(int(m["partition"]), m["offset"], m["timestamp"], m.get("key"), m["value"]) for m in doc]
+    for m in out:
+        if not isinstance(m.offset, int) or not isinstance(m.value, str) or not isinstance(m.timestamp, str):
+            raise TypeError(f"a message at offset {m.offset!r} of an unexpected shape")
+    return out
+
+
+def _value(doc: Any) -> str:
+    value = doc["value"]
+    if not isinstance(value, str) or not value:
+        raise TypeError("no cursor")
+    return value
 
 
 def _under(stream: StreamInfo, action: str) -> str:

@@ -16,14 +16,27 @@ import os
 import select
 import socket
 import ssl
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import unquote, urlencode, urlsplit
 
 from ocigroup_cli.client.signing import Signer
+from ocigroup_cli.client.watchdog import WATCHDOG
+from ocigroup_cli.errors import BadAnswer
 
 API_VERSION = "/20180418"
 CONNECT_TIMEOUT_S = 10.0
+MAX_ANSWER_BYTES = 16 << 20  # an answer larger than this is refused unless the operation allows more
+T = TypeVar("T")
+
+
+class TooLarge(Exception):
+    """An answer larger than the operation allows: a service does not send that; something else answered."""
+
+    def __init__(self, size: int | None, limit: int) -> None:
+        super().__init__(f"more than {limit:,} bytes" if size is None else f"{size:,} bytes")
+        self.size, self.limit = size, limit
 
 
 @dataclass
@@ -31,9 +44,38 @@ class Response:
     status: int
     headers: dict[str, str]
     body: bytes
+    operation: str = ""  # what was asked, and of whom: for a message about an answer that makes no sense
+    endpoint: str = ""
+    _doc: Any = field(default=None, repr=False)
+    _parsed: bool = field(default=False, repr=False)
 
     def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
+        """The answer's JSON (parsed once); BadAnswer when it is not JSON (an HTML page, a truncated body)."""
+        if not self._parsed:
+            try:
+                self._doc = json.loads(self.body) if self.body else None
+            except ValueError:
+                kind = self.headers.get("content-type", "").split(";")[0].strip().lower()
+                what = "an HTML page" if kind == "text/html" or self.body.lstrip()[:1] == b"<" else "invalid JSON"
+                raise self.bad(f"{what} ({len(self.body):,} bytes{f', {kind}' if kind else ''})") from None
+            self._parsed = True
+        return self._doc
+
+    def shaped(self, read: Callable[[Any], T]) -> T:
+        """`read(answer)`; BadAnswer when the answer has a shape the service never sends (a field missing, a list
+        for an object)."""
+        doc = self.json()
+        try:
+            return read(doc)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise self.bad(f"an answer of an unexpected shape ({type(exc).__name__}: {str(exc)[:80]})") from None
+
+    def bad(self, what: str) -> BadAnswer:
+        return BadAnswer(
+            f"{self.operation or 'the request'}: {self.endpoint or 'the endpoint'} answered {self.status} with {what},"
+            " not the service's answer.",
+            "is the endpoint right, and is something (a proxy, a captive portal) answering in its place?",
+        )
 
 
 class Proxy(NamedTuple):
@@ -184,7 +226,9 @@ class Transport:
         *,
         sign_body: bool = True,
         timeout: float = 60.0,
+        max_bytes: int = MAX_ANSWER_BYTES,
     ) -> Response:
+        """One exchange, bounded in time however the answer trickles (client/watchdog.py) and in size."""
         req = self.where.prepare(self.signer, method, path, query, body, sign_body)
         on_wire, headers = req.target, req.headers
         if self.proxy and not self.where.https:  # a plain-HTTP request goes to the proxy in absolute form
@@ -193,16 +237,39 @@ class Transport:
                 headers["proxy-authorization"] = self.proxy.auth
         try:
             conn = self._connection(timeout)
-            conn.putrequest(method, on_wire, skip_host=True, skip_accept_encoding=True)
-            for name, value in headers.items():
-                conn.putheader(name, value)
-            conn.endheaders(req.body or None)
-            resp = conn.getresponse()
-            data = resp.read()
-            out = Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
-            if resp.will_close:
+            assert conn.sock is not None
+            with WATCHDOG.guard(conn.sock, timeout) as guard:
+                try:
+                    out, closing = self._exchange(conn, method, on_wire, headers, req.body, max_bytes)
+                except (OSError, http.client.HTTPException, ValueError) as exc:
+                    if not guard.expired:
+                        raise
+                    out, closing = None, True
+            if guard.expired:  # shut down under the read: what came (if anything) may be cut short
+                raise TimeoutError(f"the answer did not come whole within {timeout:.0f} s")
+            if closing:
                 self.close()
+            assert out is not None
             return out
         except BaseException:
             self.close()  # never reuse a connection in an unknown state
             raise
+
+    @staticmethod
+    def _exchange(
+        conn: http.client.HTTPConnection, method: str, target: str, headers: dict[str, str], body: bytes,
+        max_bytes: int,
+    ) -> tuple[Response, bool]:  # fmt: skip
+        """Send the request and read its answer, at most `max_bytes` of body (TooLarge past them)."""
+        conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders(body or None)
+        resp = conn.getresponse()
+        length = resp.getheader("content-length", "")
+        if length.isdigit() and int(length) > max_bytes:
+            raise TooLarge(int(length), max_bytes)
+        data = resp.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise TooLarge(None, max_bytes)
+        return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data), resp.will_close

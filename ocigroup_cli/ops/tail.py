@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import Message, StreamInfo
+from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.ops.instance import Sink, TailOptions, TailStats
 from ocigroup_cli.ops.member import ASSIGNMENT_CHECK_S, IDLE_WAIT_S, Member
 
@@ -35,6 +36,7 @@ class Tail(Member):
     ) -> None:
         super().__init__(client, stream, options, clock, notice, status, jitter)
         self.sink = sink
+        self.sizer = Sizer()
 
     def run(self) -> TailStats:
         o = self.opts
@@ -50,7 +52,9 @@ class Tail(Member):
                 limit = o.batch_limit
                 if o.max_messages is not None:
                     limit = min(limit or 10_000, o.max_messages - self.stats.written)
-                messages = self._read(limit)
+                # a count asked for is sized in bytes too (core/sizing.py): 10,000 messages of 1 MiB are 13 GB
+                messages = self._read(None if limit is None else self.sizer.limit(limit))
+                self.sizer.saw(messages)
                 if not messages:
                     if o.until_end:
                         break

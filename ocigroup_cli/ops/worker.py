@@ -32,6 +32,7 @@ from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.lanes import MAX_PENDING, Lanes, read_size
 from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.errors import OcigroupError
 from ocigroup_cli.ops.crew import Crew, Verdict, Work, where
 from ocigroup_cli.ops.instance import TailOptions, TailStats
@@ -85,6 +86,7 @@ class Worker(Member):
         super().__init__(client, stream, options, clock, notice, status, jitter)
         self.crew = crew
         self.lanes = Lanes()
+        self.sizer = Sizer()
         self.changed = threading.Condition()  # guards the lanes, the figures below and `failure`
         self.work = WorkStats()
         self.failure: Verdict | None = None
@@ -165,7 +167,8 @@ class Worker(Member):
         if o.max_messages is not None:
             limit = min(limit, o.max_messages - self.taken)
         with self._network():
-            messages = self._read(limit)
+            messages = self._read(self.sizer.limit(limit))  # and no more than 8 MiB of them (core/sizing.py)
+        self.sizer.saw(messages)
         if not messages:
             self.next_read = self.clock.monotonic() + IDLE_WAIT_S
             if o.until_end:

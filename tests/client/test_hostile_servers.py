@@ -1,0 +1,82 @@
+"""A server that is not the service, met through the installed console script: it trickles its headers or its body
+a byte every half second, sends 262 MB (with or without a length), an HTML page with 200 (a captive portal),
+invalid JSON, or a shape the service never sends. Each ends in one line naming the endpoint and what came, exit 4,
+within deadline_s plus a second, in bounded memory, and without a crash-log entry (it is not our bug)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from tests.helpers import cli as proc
+from tests.helpers.hostile import HostileServer
+from tests.helpers.service import write_config
+
+DEADLINE_S = 3
+pytestmark = pytest.mark.timeout(120)
+
+
+def _run(tmp_path, api_key, server: HostileServer, *args: str) -> tuple[int, str, float, int]:
+    """(exit code, stderr, seconds, peak resident KiB) of `ocigroup ARGS` against `server`."""
+    config = write_config(tmp_path, api_key, server.url, deadline_s=DEADLINE_S)
+    env = proc.clean_env(tmp_path / "state")
+    t = time.monotonic()
+    child = subprocess.Popen([proc.exe(), "--config", config, *args], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # fmt: skip
+    with child.stderr:
+        err = child.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, err, time.monotonic() - t, usage.ru_maxrss
+
+
+@pytest.mark.parametrize("behaviour", ["trickle-headers", "trickle-body"])
+def test_a_trickling_server_cannot_keep_a_command_past_its_deadline(api_key, tmp_path, behaviour):
+    server = HostileServer(behaviour)
+    try:
+        code, err, seconds, _ = _run(tmp_path, api_key, server, "streams", "list")
+    finally:
+        server.close()
+    assert code == 4, err
+    assert seconds < DEADLINE_S + 1.5, seconds  # the process's own start included
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("error: ListStreams: no answer from http://127.0.0.1:") and "in time" in lines[0], err
+    assert not (tmp_path / "state" / "crash.log").exists()
+
+
+@pytest.mark.parametrize("behaviour", ["huge-length", "huge-stream"])
+def test_an_answer_larger_than_the_service_sends_is_refused_in_bounded_memory(api_key, tmp_path, behaviour):
+    server = HostileServer(behaviour)
+    try:
+        code, err, seconds, peak_kib = _run(tmp_path, api_key, server, "streams", "list")
+    finally:
+        server.close()
+    assert code == 4, err
+    assert "more than the service ever sends for it (16 MiB): not the service's answer" in err, err
+    assert peak_kib < 150 * 1024, peak_kib  # 262 MB were sent: at most 16 MiB of them were held
+    assert seconds < DEADLINE_S + 1.5
+    assert not (tmp_path / "state" / "crash.log").exists()
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "said"),
+    [
+        ("html", "answered 200 with an HTML page (104 bytes, text/html), not the service's answer"),
+        ("bad-json", "answered 200 with invalid JSON (21 bytes, application/json), not the service's answer"),
+        ("wrong-shape", "answered 200 with an answer of an unexpected shape (TypeError:"),
+    ],
+)
+def test_an_answer_that_is_not_the_services_is_its_fault_not_a_bug(api_key, tmp_path, behaviour, said):
+    server = HostileServer(behaviour)
+    try:
+        code, err, _, _ = _run(tmp_path, api_key, server, "streams", "list")
+    finally:
+        server.close()
+    assert code == 4, err
+    assert err.startswith(f"error: ListStreams: {server.url} {said}"), err
+    assert "this is a bug" not in err and "internal error" not in err
+    assert "hint: is the endpoint right, and is something (a proxy, a captive portal) answering in its place?" in err
+    assert not (tmp_path / "state" / "crash.log").exists()

@@ -1,0 +1,98 @@
+"""A server on loopback that is not the service: it trickles its answer a byte at a time (headers or body), sends a
+huge body, an HTML page with 200 (a captive portal), invalid JSON, or JSON of a shape the service never sends. It
+answers every request the same way, whatever was asked."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+HTML = b"<!DOCTYPE html><html><head><title>Sign in to the guest network</title></head><body>Welcome</body></html>"
+BEHAVIOURS = ("trickle-headers", "trickle-body", "huge-length", "huge-stream", "html", "bad-json", "wrong-shape")
+
+
+class HostileServer:
+    def __init__(self, behaviour: str, interval_s: float = 0.5, huge_bytes: int = 262 << 20) -> None:
+        assert behaviour in BEHAVIOURS, behaviour
+        self.behaviour, self.interval_s, self.huge_bytes = behaviour, interval_s, huge_bytes
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stopping = threading.Event()
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.sock.close()
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(5)
+            data = b""
+            while b"\r\n\r\n" not in data:  # the request's headers (bodies are ignored)
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            getattr(self, "_" + self.behaviour.replace("-", "_"))(conn)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def _drip(self, conn: socket.socket, data: bytes) -> None:
+        for i in range(len(data)):
+            if self.stopping.is_set():
+                return
+            conn.sendall(data[i : i + 1])
+            time.sleep(self.interval_s)
+
+    def _trickle_headers(self, conn: socket.socket) -> None:
+        self._drip(conn, b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 4000 + b"\r\n")
+
+    def _trickle_body(self, conn: socket.socket) -> None:
+        body = b"[" + b" " * 10_000 + b"]"
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+        self._drip(conn, body)
+
+    def _huge_length(self, conn: socket.socket) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % self.huge_bytes
+        conn.sendall(head + b"[")
+        self._stream(conn, self.huge_bytes - 1)
+
+    def _huge_stream(self, conn: socket.socket) -> None:  # no length: the body ends when the connection does
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[")
+        self._stream(conn, self.huge_bytes - 1)
+
+    def _stream(self, conn: socket.socket, n: int) -> None:
+        block = b" " * 65536
+        while n > 0 and not self.stopping.is_set():
+            conn.sendall(block[: min(n, len(block))])
+            n -= len(block)
+
+    def _html(self, conn: socket.socket) -> None:
+        self._answer(conn, HTML, "text/html; charset=utf-8")
+
+    def _bad_json(self, conn: socket.socket) -> None:
+        self._answer(conn, b'[{"id": "ocid1.stream', "application/json")
+
+    def _wrong_shape(self, conn: socket.socket) -> None:
+        self._answer(conn, b'{"streams": "none", "data": [1, 2, 3]}', "application/json")
+
+    @staticmethod
+    def _answer(conn: socket.socket, body: bytes, kind: str) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n" % (kind.encode(), len(body))
+                     + body)  # fmt: skip
