@@ -241,7 +241,7 @@ class Transport:
             with WATCHDOG.guard(conn.sock, timeout) as guard:
                 try:
                     out, closing = self._exchange(conn, method, on_wire, headers, req.body, max_bytes)
-                except (OSError, http.client.HTTPException, ValueError) as exc:
+                except (OSError, http.client.HTTPException, ValueError):
                     if not guard.expired:
                         raise
                     out, closing = None, True
