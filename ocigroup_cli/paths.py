@@ -10,7 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ocigroup_cli import inputs
 from ocigroup_cli.errors import ConfigError
+
+MAX_STATE_FILE_BYTES = 16 << 20  # the state directory's JSON files (caches and hints) hold a few KB
 
 
 def _home() -> Path:
@@ -76,8 +79,8 @@ def keep_newest(path: Path, key: str, value: Any, keep: int, private: bool = Fal
 def read_json_object(path: Path) -> dict[str, Any]:
     """The JSON object a state file holds; {} when the file is missing, unreadable or holds something else
     (state files are caches and hints: losing one costs a lookup, never an error)."""
-    with contextlib.suppress(OSError, ValueError):
-        doc = json.loads(path.read_text())
+    with contextlib.suppress(OSError, ValueError, ConfigError):  # ConfigError: not a regular file, or too large
+        doc = json.loads(inputs.read_text(path, MAX_STATE_FILE_BYTES, "state file"))
         if isinstance(doc, dict):
             return doc
     return {}

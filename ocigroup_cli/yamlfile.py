@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ocigroup_cli import inputs
 from ocigroup_cli.errors import ConfigError, OcigroupError
 from ocigroup_cli.paths import keep_newest, read_json_object, state_dir
 
@@ -34,13 +35,9 @@ KEEP_PARSED = 8  # files whose parse is kept (the oldest dropped)
 def load(path: Path) -> tuple[Any, Lines]:
     """Return the document and a map from key path to 1-based line number."""
     try:
-        raw = path.read_bytes()
+        raw = inputs.read_bytes(path, MAX_BYTES, "profile file")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file.", "create it or pass --config PATH") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc.strerror}).") from None
-    if len(raw) > MAX_BYTES:
-        raise ConfigError(f"{path}: the file is larger than {MAX_BYTES} bytes; a profile file is much smaller.")
     digest = hashlib.sha256(raw).hexdigest()
     kept = _parsed(digest)
     if kept is not None:

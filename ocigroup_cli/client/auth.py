@@ -10,12 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ocigroup_cli import inputs
 from ocigroup_cli.client.signing import ApiKeySigner, SdkSigner, Signer
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core import keys
 from ocigroup_cli.errors import ConfigError
 
 PASS_IN_CONFIG = "add pass_phrase to that profile of the OCI config file"
+MAX_KEY_FILE_BYTES = 64 << 10  # a PEM key of 16,384 bits is 13 KB
+MAX_CONFIG_FILE_BYTES = 1 << 20  # an OCI config file, a security token
 
 
 @dataclass
@@ -54,11 +57,9 @@ def _pem_loader() -> Callable[..., Any]:
 def load_private_key(path_text: str, pass_phrase: str | None, what: str, no_pass_hint: str = PASS_IN_CONFIG) -> Any:
     path = Path(path_text).expanduser()
     try:
-        data = path.read_bytes()
+        data = inputs.read_bytes(path, MAX_KEY_FILE_BYTES, what)
     except FileNotFoundError:
         raise ConfigError(f"{what} {path}: no such file.") from None
-    except OSError as exc:
-        raise ConfigError(f"{what} {path}: cannot read it ({exc.strerror}).") from None
     if b"PUBLIC KEY" in data and b"PRIVATE KEY" not in data:
         raise ConfigError(f"{what} {path}: this is a public key; the private key is needed to sign requests.")
     try:
@@ -103,8 +104,7 @@ def oci_config_values(profile: Profile) -> dict[str, str]:
     section = profile.settings.auth.config_profile
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        with path.open(encoding="utf-8") as fh:
-            parser.read_file(fh)
+        parser.read_string(inputs.read_text(path, MAX_CONFIG_FILE_BYTES, "auth.config_file"), str(path))
     except FileNotFoundError:
         raise ConfigError(f"auth.config_file {path}: no such file.", "run 'oci setup config' or fix the path") from None
     except OSError as exc:
@@ -180,10 +180,10 @@ def credentials(profile: Profile) -> Credentials:
         if not token_file:
             raise ConfigError(f"{section}: 'security_token_file' is missing.")
         try:
-            token = Path(token_file).expanduser().read_text().strip()
-        except OSError as exc:
-            problem = f"security_token_file {token_file}: cannot read it ({exc.strerror})."
-            raise ConfigError(f"{section}: {problem}") from None
+            token = inputs.read_text(Path(token_file).expanduser(), MAX_CONFIG_FILE_BYTES, "security_token_file")
+        except FileNotFoundError:
+            raise ConfigError(f"{section}: security_token_file {token_file}: no such file.") from None
+        token = token.strip()
         key = load_private_key(values["key_file"], values.get("pass_phrase"), "key_file in the OCI config")
         return Credentials(SdkSigner(oci.auth.signers.SecurityTokenSigner(token, key)), region, warnings)
     import oci

@@ -26,6 +26,7 @@ from typing import Any
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 64 << 20  # a manifest names every slice: a few hundred bytes each
 EXTENSIONS = {"parquet": ".parquet", "jsonl": ".jsonl", "csv": ".csv"}
 VERSION = 2  # of the manifest, and so of its content digest
 _PARTITION = struct.Struct(">iq")

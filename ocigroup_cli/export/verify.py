@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ocigroup_cli import inputs
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
 from ocigroup_cli.errors import NotFound, UsageError
 from ocigroup_cli.export import manifest
@@ -25,7 +26,7 @@ def load(directory: Path) -> dict[str, Any]:
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory.", "pass the --out directory of an export")
     try:
-        text = path.read_text()
+        text = inputs.read_text(path, manifest.MAX_MANIFEST_BYTES, "manifest")
     except FileNotFoundError:
         raise UsageError(f"{path}: no manifest; this is not a finished export.") from None
     return checked(text, str(path))

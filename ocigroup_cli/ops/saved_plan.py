@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ocigroup_cli import inputs
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.loss import Loss
 from ocigroup_cli.core.models import StreamInfo
@@ -42,10 +43,13 @@ def to_document(the_plan: Plan, stream: StreamInfo, now_ms: int) -> dict[str, An
     }
 
 
+MAX_PLAN_BYTES = 16 << 20  # a plan names each partition once: a few KB
+
+
 def read(path: Path) -> dict[str, Any]:
     """A plan file's document; one line naming the file and what is wrong with it otherwise."""
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(inputs.read_text(path, MAX_PLAN_BYTES, "--from-plan"))
     except OSError as exc:
         raise UsageError(f"--from-plan {path}: {exc.strerror or exc}.", "give the file --save-plan wrote") from None
     except ValueError as exc:
