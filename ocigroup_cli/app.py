@@ -18,7 +18,7 @@ from ocigroup_cli.commands.lazy import Lazy, LazyGroup
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.delivery import failure
 from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone
-from ocigroup_cli.paths import state_dir
+from ocigroup_cli.paths import private_file, state_dir
 
 
 def _keep_flags_whole() -> None:
@@ -114,18 +114,29 @@ def root(
     ctx.obj = Globals(config, profile, output, verbose, overrides, clock=injected.clock, spark=injected.spark)
 
 
+SUBCOMMANDS = {"list", "show", "create", "validate", "oci-config", "serve", "start", "stop", "status", "verify",
+               "engine", "forget"}  # fmt: skip
+
+
+def said_argv(argv: list[str]) -> list[str]:
+    """The command line as the crash log keeps it: the command's words and the options' names, not their values
+    nor other arguments (message values, keys, a command to run, paths: "…" for each)."""
+    words = set(Commands.table) | SUBCOMMANDS
+    return [a.split("=", 1)[0] + ("=…" if "=" in a else "") if a.startswith("-") else a if a in words else "…"
+            for a in argv]  # fmt: skip
+
+
 def _crash_log() -> str:
     import platform
     import traceback
 
     try:
         path = state_dir() / "crash.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
+        with private_file(path) as fh:
             from ocigroup_cli import __version__
 
             fh.write(f"ocigroup {__version__} on Python {platform.python_version()} ({platform.platform()})\n")
-            fh.write(f"argv: {sys.argv[1:]!r}\n")
+            fh.write(f"argv: {said_argv(sys.argv[1:])!r}\n")
             fh.write(traceback.format_exc(limit=30))
             fh.write("\n")
         return str(path)

@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ocigroup_cli import inputs
 from ocigroup_cli.errors import ConfigError
@@ -40,6 +40,29 @@ def config_path() -> Path:
     return Path(base) / "ocigroup" / "config.yaml"
 
 
+def private_dirs(path: Path) -> Path:
+    """Make `path` and its missing parents; those in the state directory, and the state directory itself, readable
+    by their owner only (0700), as made: its files hold message values, keys and command lines. Raises OSError."""
+    state = state_dir()
+    missing = []
+    here = path
+    while not here.exists() and here != here.parent:
+        missing.append(here)
+        here = here.parent
+    for folder in reversed(missing):
+        mine = folder == state or state in folder.parents
+        with contextlib.suppress(FileExistsError):  # another process made it a moment ago
+            folder.mkdir(mode=0o700 if mine else 0o777)
+    return path
+
+
+def private_file(path: Path, binary: bool = False) -> IO[Any]:
+    """A file of the state directory opened for appending, made 0600, in a private folder. Raises OSError."""
+    private_dirs(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    return os.fdopen(fd, "ab") if binary else os.fdopen(fd, "a", encoding="utf-8")
+
+
 @contextlib.contextmanager
 def state_writes(what: str) -> Iterator[None]:
     """Report a failure to write `what` in the state directory as one line with the fix."""
@@ -53,13 +76,13 @@ def state_writes(what: str) -> Iterator[None]:
         ) from None
 
 
-def replace_file(path: Path, text: str, make_parent: bool = True, private: bool = False) -> None:
+def replace_file(path: Path, text: str, make_parent: bool = True, private: bool = True) -> None:
     """Write `text` to `path` at once: a reader sees the old file or the new one, never part of one (written to a
     hidden file of this process beside it, then renamed). Makes the directory unless `make_parent` is False (a
-    directory that its owner removed stays removed); `private`: readable by its owner only, from the start.
-    Raises OSError."""
+    directory that its owner removed stays removed); `private` (the state directory's files): readable by its owner
+    only, from the start. Raises OSError."""
     if make_parent:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.unlink(missing_ok=True)  # so that the mode below applies to a new file
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666), "w") as f:

@@ -1,7 +1,8 @@
 """One scenario run in progress: the emulator and `tail` processes, the harness's clients, the recorder.
 
 `open_run` starts an emulator (durable data file, signatures verified), creates the stream, writes a profile
-the `tail` processes share and starts N instances of one group. `finish_run` drains, stops every instance
+the `tail` processes share and starts N instances of one group (writing their messages, or running a command for
+each with `--exec`). `finish_run` drains, stops every instance
 with SIGTERM, records a final GetGroup and stops the emulator.
 """
 
@@ -25,7 +26,7 @@ from ocigroup_cli.ops.target import wait_active
 from reliability import REAL
 from reliability.history import Exit, Fault, Recorder, RunInfo, Sample, SlowPipe
 from reliability.load import Observer, Publisher, snapshot
-from reliability.procs import TEMPLATE, Emulator, TailProcess, had_traceback
+from reliability.procs import COMMAND, TEMPLATE, Emulator, TailProcess, had_traceback
 
 GROUP = "rel"
 PROFILE = "reliability"
@@ -43,6 +44,7 @@ class Setting:
     batch_limit: int = 100
     max_processing_s: float = 300.0
     drain_s: float = 60.0
+    exec_concurrency: int = 0  # N > 0: each instance runs procs.COMMAND per message, `--exec --concurrency N`
 
     @property
     def heartbeat_ms(self) -> int:
@@ -73,8 +75,9 @@ class Run:
 
     def start(self, slot: int, name: str, throttle_bps: float | None = None) -> TailProcess:
         n = self._incarnations[name] = self._incarnations.get(name, 0) + 1
-        args = ["tail", "--format", "template", "--template", TEMPLATE, "--join-live"]
-        args += ["--batch-limit", str(self.setting.batch_limit)]
+        c = self.setting.exec_concurrency
+        does = ["--exec", COMMAND, "--concurrency", str(c)] if c else ["--format", "template", "--template", TEMPLATE]
+        args = ["tail", *does, "--join-live", "--batch-limit", str(self.setting.batch_limit)]
         proc = TailProcess(f"{name}#{n}", name, args, self.env, self.work, self.recorder, self.now, throttle_bps)
         if proc.pipe_bytes is not None:
             self.recorder.record(SlowPipe(self.now(), proc.label, proc.pipe_bytes))
@@ -207,9 +210,8 @@ def open_run(name: str, s: Setting, work: Path, seed: int, emulator_args: tuple[
     key = local.ensure_key(work / "key")
     emulator = Emulator(work, key.with_name("key_public.pem"), clock, emulator_args)
     recorder = Recorder(work / "history.jsonl")
-    recorder.record(
-        RunInfo(name, seed, s.partitions, s.instances, s.timeout_ms, s.heartbeat_ms, s.batch_limit, s.max_processing_s)
-    )
+    info = (s.timeout_ms, s.heartbeat_ms, s.batch_limit, s.max_processing_s, s.exec_concurrency)
+    recorder.record(RunInfo(name, seed, s.partitions, s.instances, *info))
     profile = work / "profile.yaml"
     emulator.start()
     try:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import IO, Any
 
 # fault kinds: `kill` (SIGKILL, end = start), `pause` (SIGSTOP until end), `stall` (the downstream pipe stopped
-# reading until end), `emulator-kill` (emulator SIGKILLed at start, answering again at end), `reset` (UpdateGroup
-# issued between start and end)
-PROCESS_FAULTS = ("kill", "pause", "stall")
+# reading until end), `command-kill` (SIGKILL to one running `--exec` command of the process, whose message its
+# instance then runs again), `emulator-kill` (emulator SIGKILLed at start, answering again at end), `reset`
+# (UpdateGroup issued between start and end)
+PROCESS_FAULTS = ("kill", "pause", "stall", "command-kill")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,7 @@ class RunInfo:
     heartbeat_ms: int
     batch_limit: int
     max_processing_s: float
+    exec_concurrency: int = 0  # 0: each instance writes its messages; N: it runs a command per message (`--exec`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +76,9 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    """A fault applied between `t` and `end`. For process faults, `held` and `committed` are the group as
-    GetGroup showed it right after the fault began: the victim's partitions and every committed offset."""
+    """A fault applied between `t` and `end`. For kills, pauses and stalls, `held` and `committed` are the group as
+    GetGroup showed it right after the fault began: the victim's partitions and every committed offset. For a
+    command-kill, `partition`, `offset` and `attempt` are the killed command's (from its environment)."""
 
     t: float
     kind: str
@@ -84,6 +87,9 @@ class Fault:
     name: str | None = None
     held: list[int] = field(default_factory=list)
     committed: list[int | None] = field(default_factory=list)
+    partition: int | None = None
+    offset: int | None = None
+    attempt: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """The processes a scenario runs: the emulator (`ocigroup emulator serve`) and `ocigroup tail` instances whose
-stdout the harness reads line by line into the history, optionally slowly (a slow downstream pipe)."""
+stdout the harness reads line by line into the history, optionally slowly (a slow downstream pipe). An instance
+either writes its messages (`--format template`) or runs COMMAND for each (`--exec`), which writes the same line."""
 
 from __future__ import annotations
 
@@ -20,6 +21,14 @@ from reliability import REAL
 from reliability.history import Delivered, Exit, Recorder
 
 TEMPLATE = "{partition} {offset} {value}"
+# what each instance of the `worker` scenario runs per message (`tail --exec`), with sh builtins only but for the
+# work of one message in ten (a 0.1 s sleep): it reads the value from stdin and, its work done, says it processed
+# the message with the line a writing tail would have written (one printf: one write, atomic on a pipe). Its
+# stdout is tail's, read by the harness like a writing tail's: in that scenario a delivery means "processed".
+COMMAND = (
+    'IFS= read -r v; case "$OCIGROUP_OFFSET" in *0) sleep 0.1;; esac; '
+    'printf "%s %s %s\\n" "$OCIGROUP_PARTITION" "$OCIGROUP_OFFSET" "$v"'
+)
 SMALL_PIPE = 4096
 
 

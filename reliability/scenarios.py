@@ -1,7 +1,7 @@
 """Fault scenarios and their settings at CI and full scale.
 
-Every scenario: an emulator process and N `ocigroup tail` processes of one group; a paced publisher of unique
-values and a GetGroup observer; the scenario's fault script; restarts of whatever it killed; a final drain
+Every scenario: an emulator process and N `ocigroup tail` processes of one group (in `worker`, `tail --exec`
+running a command per message, reliability/worker.py); a paced publisher of unique values and a GetGroup observer; the scenario's fault script; restarts of whatever it killed; a final drain
 (every acknowledged value written, or a deadline); SIGTERM to every instance; a final GetGroup.
 """
 
@@ -21,6 +21,8 @@ from reliability import REAL
 from reliability.harness import GROUP, Run, Setting, close_run, drain_and_stop, open_run
 from reliability.history import Exit, History, Sample
 from reliability.load import Observer, Publisher
+from reliability.procs import TailProcess
+from reliability.worker import faults as worker_faults
 
 INJECTED = "429=0.03,503=0.03,drop=0.02,drop-after=0.02"
 SLOW_BPS = 4096.0  # the slow downstream pipe reads about 160 lines a second
@@ -30,13 +32,17 @@ RESTART_S = (0.0, 4.0)  # a killed instance comes back after this long, half the
 def kills(run: Run) -> None:
     """SIGKILL a random instance; restart it later, half the time under the same name."""
     for slot, proc in run.victims():
-        t, before = run.now(), run.last_seen()
-        proc.kill()
-        proc.finish(expected=-9)
-        run.fault("kill", t, t, proc, run.shown(), before)
-        name = proc.name if run.rng.random() < 0.5 else run.new_name(slot)
-        run.restarts.append((run.now() + run.rng.uniform(*RESTART_S), slot, name))
+        kill_instance(run, slot, proc)
     run.settle_restarts()
+
+
+def kill_instance(run: Run, slot: int, proc: TailProcess) -> None:
+    t, before = run.now(), run.last_seen()
+    proc.kill()
+    proc.finish(expected=-9)
+    run.fault("kill", t, t, proc, run.shown(), before)
+    name = proc.name if run.rng.random() < 0.5 else run.new_name(slot)
+    run.restarts.append((run.now() + run.rng.uniform(*RESTART_S), slot, name))
 
 
 def pauses(shortest: Callable[[Setting], float], longest: Callable[[Setting], float]) -> Callable[[Run], None]:
@@ -143,6 +149,7 @@ SCENARIOS: dict[str, Scenario] = {
         slow_first=True,
         fault_s=lambda s: (s.timeout_ms / 1000 + s.max_processing_s) / 2 + 2.0,
     ),
+    "worker": Scenario(worker_faults(kill_instance), "tail --exec: SIGKILL random instances and running commands"),
 }
 
 SCALES: dict[str, dict[str, Setting]] = {
@@ -154,6 +161,7 @@ SCALES: dict[str, dict[str, Setting]] = {
         "faults": Setting(4, 3, 3_000, 1, (3.0, 4.0)),
         "reset": Setting(4, 3, 3_000, 1, (3.0, 4.0)),
         "slow-pipe": Setting(4, 3, 3_000, 1, (1.5, 2.5), max_processing_s=6.0),
+        "worker": Setting(4, 3, 3_000, 6, (1.5, 2.5), exec_concurrency=2),
     },
     "full": {
         "kill": Setting(8, 4, 100_000, 20, (4.0, 6.0)),
@@ -163,6 +171,7 @@ SCALES: dict[str, dict[str, Setting]] = {
         "faults": Setting(8, 4, 20_000, 5, (4.0, 6.0)),
         "reset": Setting(8, 4, 20_000, 3, (4.0, 6.0)),
         "slow-pipe": Setting(8, 4, 20_000, 3, (3.0, 5.0), max_processing_s=6.0),
+        "worker": Setting(8, 4, 30_000, 24, (3.0, 5.0), exec_concurrency=2),
     },
 }
 

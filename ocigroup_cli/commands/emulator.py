@@ -89,6 +89,7 @@ def serve(
     from ocigroup_cli.emulator.server import ServerConfig
 
     _check_tls(tls_cert, tls_key)
+    os.umask(0o077)  # its data (messages, objects) and everything beside it: its owner's alone
     keys = _read_keys(trusted_key or [])
     config = ServerConfig(
         host=host,

@@ -15,6 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ocigroup_cli.paths import private_dirs
+
 STALE_S = 3600  # a recording older than this was left by a JVM that did not finish
 
 
@@ -75,7 +77,7 @@ def for_spark(
     st = java.stat()
     key = f"{spark_version}|{spark_home}|{java}|{st.st_size}|{st.st_mtime_ns}"
     archive = directory / f"spark-{spark_version}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dirs(directory)
     for old in directory.glob("*.jsa.recording-*"):
         try:
             if now_ms / 1000 - old.stat().st_mtime > STALE_S:

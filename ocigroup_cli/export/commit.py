@@ -31,7 +31,7 @@ from ocigroup_cli.export import manifest
 from ocigroup_cli.export.claim import Claim
 from ocigroup_cli.export.location import MANIFEST_OBJECT, BucketPrefix, parse_bucket
 from ocigroup_cli.export.plan import Plan
-from ocigroup_cli.paths import state_dir
+from ocigroup_cli.paths import private_dirs, state_dir
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def stand_in(where: BucketPrefix) -> Path:
     """The local path a run to `where` claims (its lock, progress and partial directory): one per prefix."""
     key = hashlib.sha256(where.uri.encode()).hexdigest()[:16]
     folder = state_dir() / "exports"
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dirs(folder)
     return folder / key
 
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import OcigroupError, UsageError
 from ocigroup_cli.localhost import free_port
-from ocigroup_cli.paths import replace_file, state_dir, state_writes
+from ocigroup_cli.paths import private_dirs, replace_file, state_dir, state_writes
 
 if TYPE_CHECKING:
     from ocigroup_cli.export.door import Door
@@ -141,7 +141,7 @@ def exports_running(engine: Engine) -> int | None:
 @contextlib.contextmanager
 def _locked(key: str) -> Iterator[None]:
     with state_writes("the Spark engine's files"):
-        home().mkdir(parents=True, exist_ok=True)
+        private_dirs(home())
         fd = os.open(home() / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -168,7 +168,7 @@ def ensure(master: str, java: str | None, idle_s: float, memory: str, clock: Clo
 def _start(key: str, master: str, idle_s: float, memory: str, clock: Clock) -> Engine:
     log = state_dir() / "logs" / f"spark-engine-{key}.log"
     with state_writes("the Spark engine's log"):
-        log.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(log.parent)
     args = [sys.executable, "-m", "ocigroup_cli.export.engine", key, master, str(idle_s), memory, str(log)]
     pid = _launch(args, clock)
     try:

@@ -25,6 +25,7 @@ from ocigroup_cli.client.transport import is_loopback
 from ocigroup_cli.errors import OcigroupError, TransientError, UsageError
 from ocigroup_cli.export import classcache
 from ocigroup_cli.export.classcache import ClassCache
+from ocigroup_cli.paths import private_dirs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,7 +107,7 @@ def start(
     if is_local(master):
         os.environ["PYSPARK_PYTHON"] = sys.executable  # else workers run whatever `python3` is on PATH
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(log.parent)
     log4j = log.with_suffix(".log4j2.properties")
     log4j.write_text(LOG4J.format(log=log))
     # the JVM's own warnings go to stderr, which is the log file, never to stdout (which may be our JSON)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from ocigroup_cli.errors import UsageError
-from ocigroup_cli.paths import state_dir
+from ocigroup_cli.paths import private_dirs, state_dir
 
 
 def _key(stream_id: str, group: str, instance: str) -> str:
@@ -49,7 +49,7 @@ def _take(key: str) -> tuple[socket.socket | IO[str] | None, int | None]:
         return sock, None
     folder = state_dir() / "instances"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dirs(folder)
         handle = open(folder / f"{key}.lock", "a")  # noqa: SIM115 (held open while the instance runs)
     except OSError:  # no state directory to lock in: nothing to compare with
         return io.StringIO(), None

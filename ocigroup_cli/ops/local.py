@@ -17,7 +17,7 @@ from pathlib import Path
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import ConfigError, OcigroupError
 from ocigroup_cli.localhost import local_port, local_url
-from ocigroup_cli.paths import state_dir, state_writes
+from ocigroup_cli.paths import private_dirs, private_file, replace_file, state_dir, state_writes
 
 HEALTH_SERVICE = "ocigroup-emulator"  # what the emulator's health endpoint says it is
 API_KEY_LABEL = b"OCI_API_KEY\n"  # the last line of an API private key file, as the OCI console writes it
@@ -57,14 +57,13 @@ def write_key_pair(directory: Path) -> Path:
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dirs(directory)
     key_path = directory / "key.pem"
     fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(pem + API_KEY_LABEL)  # the label the OCI console writes: oci warns about a key file without it
-    (directory / "key_public.pem").write_bytes(
-        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    replace_file(directory / "key_public.pem", public.decode("ascii"))
     return key_path
 
 
@@ -97,7 +96,7 @@ def spawn(
     args = [sys.executable, "-m", "ocigroup_cli", "emulator", "serve", "--port", str(port), "--data", data]
     for key in trusted_keys:
         args += ["--trusted-key", str(key)]
-    with log.open("ab") as fh:
+    with private_file(log, binary=True) as fh:
         return subprocess.Popen(
             [*args, *extra_args], stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True
         )
@@ -136,7 +135,7 @@ def _check_ours(current: Status) -> Status:
 def first_use() -> Iterator[None]:
     """One process at a time sets the local profile up (key pair, emulator, stream): first commands may race."""
     with state_writes("the local profile's lock"):
-        home().mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(home())
         fd = os.open(home() / "lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -15,7 +15,7 @@ from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.ops.positions import NextRead, next_read
 from ocigroup_cli.ops.reach import COUNT_BYTES, find_newest
-from ocigroup_cli.paths import state_dir
+from ocigroup_cli.paths import replace_file, state_dir
 
 COUNT_CAP = 10_000
 
@@ -161,10 +161,8 @@ def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: i
             for p in the_plan.partitions
         ],
     }
-    folder = state_dir() / "resets"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{ms_to_rfc3339(now_ms).replace(':', '')}-{_safe(the_plan.group)}.json"
-    path.write_text(json.dumps(record, indent=2))
+    path = state_dir() / "resets" / f"{ms_to_rfc3339(now_ms).replace(':', '')}-{_safe(the_plan.group)}.json"
+    replace_file(path, json.dumps(record, indent=2))
     record["record_file"] = str(path)
     return record
 

@@ -1,0 +1,41 @@
+"""The state directory is its owner's: made 0700, every file in it 0600 from the start (the emulator's data holds
+message values, the local key is a key, the crash log records command lines), and the crash log keeps the command
+and its options' names, never the values given (a `publish` payload, an --exec command, a key)."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+
+import pytest
+
+from ocigroup_cli.app import said_argv
+from ocigroup_cli.localhost import free_port
+from tests.helpers import cli as proc
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_fresh_state_directory_and_everything_in_it_are_private(tmp_path):
+    state = tmp_path / "deep" / "state"
+    env = proc.clean_env(state, OCIGROUP_LOCAL_PORT=str(free_port()))
+    try:
+        done = proc.run(["--profile", "local", "publish", "a secret value"], env)
+        assert done.returncode == 0, done.stderr.decode()
+        assert proc.run(["--profile", "local", "inspect", "billing", "-o", "json"], env).returncode in (0, 1)
+    finally:
+        subprocess.run([proc.exe(), "--profile", "local", "emulator", "stop"], env=env, capture_output=True, timeout=60)
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "deep").stat().st_mode) != 0o700  # only what is ocigroup's own
+    found = list(state.rglob("*"))
+    assert {"emulator.db", "emulator.log", "streams.json", "key.pem", "key_public.pem"} <= {p.name for p in found}
+    loose = [f"{p.relative_to(state)} {oct(stat.S_IMODE(p.stat().st_mode))}" for p in found
+             if stat.S_IMODE(p.stat().st_mode) & 0o077]  # fmt: skip
+    assert not loose
+
+
+def test_the_crash_log_keeps_the_command_and_option_names_not_the_values():
+    argv = ["--profile", "prod", "publish", "card 4111-1111", "--key=customer-42", "tail", "--exec", "rm -rf /x",
+            "streams", "show", "orders", "-q"]  # fmt: skip
+    assert said_argv(argv) == ["--profile", "…", "publish", "…", "--key=…", "tail", "--exec", "…", "streams",
+                               "show", "…", "-q"]  # fmt: skip
