@@ -83,7 +83,7 @@ def main() -> None:
                            "< 1x", "inspect per group")  # fmt: skip
             posted = traced([*config, "inspect", "--all-groups", "--post-metrics", "-o", "json"], env)[1]
             calls = sum(n for (op, _), n in posted.items() if op == "PostMetricData")
-            with urllib.request.urlopen(f"{emu.url}/_emulator/metrics", timeout=10) as answer:
+            with urllib.request.urlopen(emu.admin_request("/_emulator/metrics"), timeout=10) as answer:
                 streams = len(json.loads(answer.read()))
             others, per_50 = total(posted) - calls, math.ceil(streams / 50)
             print(f"--post-metrics: {streams} metric streams in {calls} PostMetricData call(s) (one per 50: "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import yaml
 from ocigroup_cli.client.auth import fingerprint_of, load_private_key
 from ocigroup_cli.client.signing import ApiKeySigner
 from ocigroup_cli.client.transport import Transport
+from ocigroup_cli.core import owner
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.localhost import free_port
 from ocigroup_cli.ops import local
@@ -41,6 +43,7 @@ class BenchEmulator:
     proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> BenchEmulator:
+        os.environ["OCIGROUP_STATE_DIR"] = str(self.tmp / "state")  # its owner key (core/owner.py) is the run's
         self.key_file = local.write_key_pair(self.tmp)
         key = load_private_key(str(self.key_file), None, "bench key")
         self.fingerprint = fingerprint_of(key)
@@ -72,6 +75,12 @@ class BenchEmulator:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def admin_request(self, path: str) -> urllib.request.Request:
+        """A GET of one of the emulator's own endpoints, with the owner's proof (core/owner.py)."""
+        key = local.owner_key()
+        assert key is not None
+        return urllib.request.Request(self.url + path, headers={owner.HEADER: owner.request(key, "GET", path, b"")})
 
     def transport(self) -> Transport:
         return Transport(self.url, self.signer)

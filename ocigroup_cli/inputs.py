@@ -30,8 +30,8 @@ def read_bytes(path: Path, limit: int, what: str) -> bytes:
         kind = KIND.get(stat.S_IFMT(mode), "not a regular file")
         raise ConfigError(f"{what} {path}: {kind}, not a regular file.", "name the file itself")
     with os.fdopen(fd, "rb") as f:
-        too_big = ConfigError(f"{what} {path}: larger than {limit:,} bytes; no such file is that large.",
-                              "check the path")  # fmt: skip
+        too_big = ConfigError(f"{what} {path}: larger than {limit:,} bytes, more than such a file ever holds.",
+                              "is it the right file?")  # fmt: skip
         if os.fstat(fd).st_size > limit:
             raise too_big
         try:

@@ -1,38 +1,67 @@
 """Check a history: pure functions returning counts and examples per anomaly kind, figures and pass bars.
 
+A delivery is a line a process wrote to its stdout: a message a tail wrote, or, with `tail --exec` (the `worker`
+scenario), the line the command writes once it has done its work: there a delivery means "processed".
+
 Anomalies (each must be 0):
 
 - lost: an acknowledged value that no process ever wrote (checked after the final drain).
 - unexpected: a written value that was never published (neither acknowledged nor indeterminate).
-- inconsistent: one (partition, offset) written with two values, or with another value than was acknowledged.
+- inconsistent: one (partition, offset) written with two values, or with another value than was acknowledged
+  (but for a cut input, below).
+- cut-input: a process wrote a (partition, offset) with a strict beginning of its acknowledged value (the empty
+  one included): a `tail --exec` command that ran to its end on part of its message. Seen with a command that
+  a SIGKILLed tail left running (process groups of their own): tail writes a command's stdin after spawning it,
+  so one spawned just before the kill reads end-of-file early, an empty value, or the first 64 KiB (one pipe)
+  of a longer one. Counted here, not as unexpected or inconsistent.
 - out-of-order: inside one process's output, a partition's offset is not above the previous one of that
   partition, except at a legitimate resume: the instance lost and regained the partition (or the group was
   reset) and starts again at the first message after a committed offset the group showed between (its
   previous write of that partition - 1 s) and this write, or after one it may have committed between two
   samples (an offset delivered before, between the lowest offset in force since its previous write and the
   next sample's: GetGroup is sampled within the service's rate). Re-reading below the committed offset is not
-  legit.
+  legit. A retry of a killed command (see repeated-in-process) writes the same offset again: not out of order.
 - committed-backwards: a partition's committed offset, as one observer thread sampled it with GetGroup in
   request order (null = below everything), is lower than the previous sample, with no reset (UpdateGroup)
   overlapping the two samples. After a reset it may move backwards; nothing else may move it back.
+- committed-unprocessed (committed is a subset of processed): an acknowledged message at or below the committed
+  offset of its partition in a GetGroup sample (the observer's, one taken at a fault, the final one) that no
+  process had delivered by the sample's time + PIPE_LAG_S (`reliability.processed`). A tail commits a message
+  only after it wrote it, and `tail --exec` only after its command (which writes its line, then exits) and every
+  earlier one of its partition ended; the sample is stamped after GetGroup answered. The tolerance is for the
+  harness reading the pipe: a thread stamps each line when it reads it, a little after it was written. Each
+  message counts once, at the first sample showing it committed. Not checked where the history cannot tell:
+  behind a slow pipe (lines reach the history long after they were written) or from the first reset on (an
+  operator may move the group past messages never processed).
 - overlap (two live instances held one partition): a process wrote more than one batch (`batch_limit`
   messages) of a partition in a row while GetGroup, in the samples just before and just after each write,
   showed the partition reserved by one same other instance (or by none). One batch is allowed: a revoked or
   paused instance may still write the batch it fetched before it lost the partition; it cannot fetch another
-  one from it. For a process behind a slow pipe, add the lines its pipe can hold: they were written
-  before the harness read them. When the samples around a write disagree, ownership changed in between and
-  the write counts as owned (GetGroup is sampled every 400 ms, within the service's rate, so two quick handoffs
-  are not visible).
+  one from it. A `tail --exec --concurrency N` instance reads ahead of its commands (a read while fewer than N
+  reads' worth wait, core/lanes.py), so it may work through N + 1 batches it fetched, plus its N running
+  commands, before it sees the partition gone. For a process behind a slow pipe, add the lines its pipe can
+  hold: they were written before the harness read them. When the samples around a write disagree, ownership
+  changed in between and the write counts as owned (GetGroup is sampled every 400 ms, within the service's
+  rate, so two quick handoffs are not visible).
 - repeated-in-process: a process wrote one (partition, offset) twice with no reset (UpdateGroup) between the two
-  writes. A process knows what it wrote: after a refused commit or a partition it lost and got back, it skips
-  what it wrote and commits past it; duplicates come only from another process (at-least-once).
+  writes and no failed attempt of that message between. A process knows what it wrote (and `tail --exec` what
+  its commands finished): after a refused commit or a partition it lost and got back, it skips that and commits
+  past it; duplicates come only from another process (at-least-once). The one failed attempt the harness
+  causes is a command-kill: SIGKILL to the command running that very message in that very process. Its retry
+  (same message, next OCIGROUP_ATTEMPT) runs the work again, and the killed attempt may have written its line
+  before it died: so each command-kill of (partition, offset) in a process allows one repeat of it by that
+  process, after an earlier write of it that came at most PIPE_LAG_S before the kill (that earlier line may be
+  the killed attempt's own, read after the kill) and before the repeat. A kill of another message, or in
+  another process, allows nothing; nor does one more than PIPE_LAG_S before that earlier write (it hit an
+  attempt before the one that wrote it: that write was the retry, and a second one is not).
 - crash: a process exited with another code than expected (130 for a tail stopped with SIGTERM, -9 for one
   the harness killed, 0 for the emulator stopped with SIGTERM), or printed a Python traceback.
 - uncommitted-at-end: after everything was consumed and every instance stopped cleanly, a partition's
   committed offset is not its last message.
 
 Duplicates are allowed and counted: a repeated delivery of one (partition, offset). Each is attributed to a
-fault (`reliability.per_fault.attribute`). Pass bars besides the anomalies:
+fault (`reliability.per_fault.attribute`); a retry after a command-kill is that command-kill's. Pass bars
+besides the anomalies:
 
 - duplicates per kill <= the messages the killed process delivered above the committed offsets GetGroup
   showed right after the kill (what it delivered since its last commit);
@@ -45,13 +74,26 @@ fault (`reliability.per_fault.attribute`). Pass bars besides the anomalies:
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 
+from reliability.bars import Bar, Kind, bars
 from reliability.history import Delivered, Exit, History
 from reliability.index import Index
 from reliability.per_fault import FaultFigures, figures
+from reliability.processed import (
+    committed_unprocessed,
+    covered,
+    cut,
+    cut_input,
+    repeated_in_process,
+    reset_between,
+    retried,
+)
+
+__all__ = ["ANOMALIES", "Bar", "Kind", "Report", "check"]
 
 ANOMALIES = (
     "lost",
@@ -59,32 +101,14 @@ ANOMALIES = (
     "inconsistent",
     "out-of-order",
     "committed-backwards",
+    "committed-unprocessed",
+    "cut-input",
     "overlap",
     "repeated-in-process",
     "crash",
     "uncommitted-at-end",
 )
 REWIND_WINDOW_S = 1.0
-RATE_WINDOW_S = 1.0  # under the service's 5 calls a second, the new owner's call may wait up to a second its turn
-MAX_EXAMPLES = 5
-
-
-@dataclass
-class Kind:
-    count: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def add(self, example: str) -> None:
-        self.count += 1
-        if len(self.examples) < MAX_EXAMPLES:
-            self.examples.append(example)
-
-
-@dataclass(frozen=True)
-class Bar:
-    name: str
-    ok: bool
-    detail: str
 
 
 @dataclass
@@ -98,6 +122,8 @@ class Report:
     faults: list[FaultFigures]
     causes: dict[str, int]  # duplicate deliveries per cause (fault kind, or handoff)
     bars: list[Bar]
+    retries: int = 0  # repeats in one process that retried a killed command
+    commit_slack_s: float | None = None  # least time from processing a message to a sample showing it committed
 
     @property
     def ok(self) -> bool:
@@ -114,29 +140,30 @@ def lost(ix: Index, out: Kind) -> None:
             out.add(f"{a.value} (partition {a.partition}, offset {a.offset}) was acknowledged and never written")
 
 
-def unexpected(ix: Index, out: Kind) -> None:
+def unexpected(ix: Index, cuts: set[Delivered], out: Kind) -> None:
     published = {a.value for a in ix.h.acked} | {v for i in ix.h.indeterminate for v in i.values}
     for d in ix.h.delivered:  # malformed lines too (partition -1)
-        if d.value not in published:
+        if d.value not in published and d not in cuts:
             out.add(f"{d.process} wrote {d.value!r} (partition {d.partition}, offset {d.offset}), never published")
 
 
-def inconsistent(ix: Index, out: Kind) -> None:
+def inconsistent(ix: Index, cuts: set[Delivered], out: Kind) -> None:
     for (p, o), copies in ix.copies.items():
-        values = {d.value for d in copies}
+        values = {d.value for d in copies if d not in cuts}
         if (p, o) in ix.acked_at:
             values.add(ix.acked_at[(p, o)])
         if len(values) > 1:
             out.add(f"partition {p} offset {o} carries {sorted(values)}")
 
 
-def out_of_order(ix: Index, out: Kind) -> None:
+def out_of_order(ix: Index, retries: dict[str, set[int]], out: Kind) -> None:
     for process, deliveries in ix.by_process.items():
         last: dict[int, tuple[int, float]] = {}
-        for d in deliveries:
+        again = retries.get(process, set())
+        for i, d in enumerate(deliveries):
             prev = last.get(d.partition)
             last[d.partition] = (d.offset, d.t)
-            if prev is None or d.offset > prev[0]:
+            if prev is None or d.offset > prev[0] or (i in again and d.offset == prev[0]):
                 continue
             timeline = ix.committed[d.partition]
             shown = timeline.in_force(prev[1] - REWIND_WINDOW_S, d.t)
@@ -162,21 +189,18 @@ def _between_samples(ix: Index, d: Delivered, shown: list[int | None], later: in
     return bool(values) and min(values) <= below <= max([*values, -1 if later is None else later])
 
 
-def reset_between(ix: Index, t1: float, t2: float) -> bool:
-    """A reset (UpdateGroup) overlapped the time from t1 to t2: the group may have been moved back meanwhile."""
-    return any(f.kind == "reset" and f.t <= t2 and f.end >= t1 for f in ix.h.faults)
-
-
 def committed_backwards(ix: Index, out: Kind) -> None:
     for p, timeline in ix.committed_ordered.items():
         pairs = list(zip(timeline.times, timeline.values, strict=True))
         for (t1, c1), (t2, c2) in pairwise(pairs):
-            if (-1 if c2 is None else c2) < (-1 if c1 is None else c1) and not reset_between(ix, t1, t2):
+            if (-1 if c2 is None else c2) < (-1 if c1 is None else c1) and not reset_between(ix.h.faults, t1, t2):
                 out.add(f"partition {p}: committed {c1} at t={t1:.3f} then {c2} at t={t2:.3f}, no reset between")
 
 
 def overlap(ix: Index, out: Kind) -> None:
-    batch = ix.h.run.batch_limit if ix.h.run is not None else 1
+    run = ix.h.run
+    c = run.exec_concurrency if run is not None else 0  # a worker's reads run ahead of its commands
+    batch = (run.batch_limit * (c + 1) + c) if run is not None else 1
     pipes = {s.process: s.pipe_bytes for s in ix.h.slow}
     for process, deliveries in ix.by_process.items():
         limit = batch
@@ -201,17 +225,6 @@ def overlap(ix: Index, out: Kind) -> None:
                     )
 
 
-def repeated_in_process(ix: Index, out: Kind) -> None:
-    for process, deliveries in ix.by_process.items():
-        first: dict[tuple[int, int], float] = {}
-        for d in deliveries:
-            at = (d.partition, d.offset)
-            if at in first and not reset_between(ix, first[at], d.t):
-                out.add(f"{process} wrote partition {d.partition} offset {d.offset} again at t={d.t:.3f} "
-                        f"(first at t={first[at]:.3f}), no reset between")  # fmt: skip
-            first[at] = d.t
-
-
 def crashes(exits: list[Exit], out: Kind) -> None:
     for e in exits:
         if e.code != e.expected or e.traceback:
@@ -230,13 +243,16 @@ def uncommitted_at_end(ix: Index, out: Kind) -> None:
 def check(h: History) -> Report:
     ix = Index(h)
     kinds = {k: Kind() for k in ANOMALIES}
+    retries, cover, cuts = retried(ix), covered(ix), cut(ix)
     lost(ix, kinds["lost"])
-    unexpected(ix, kinds["unexpected"])
-    inconsistent(ix, kinds["inconsistent"])
-    out_of_order(ix, kinds["out-of-order"])
+    unexpected(ix, cuts, kinds["unexpected"])
+    inconsistent(ix, cuts, kinds["inconsistent"])
+    cut_input(ix, cuts, kinds["cut-input"])
+    out_of_order(ix, retries, kinds["out-of-order"])
     committed_backwards(ix, kinds["committed-backwards"])
+    committed_unprocessed(cover, kinds["committed-unprocessed"])
     overlap(ix, kinds["overlap"])
-    repeated_in_process(ix, kinds["repeated-in-process"])
+    repeated_in_process(ix, retries, kinds["repeated-in-process"])
     crashes(h.exits, kinds["crash"])
     uncommitted_at_end(ix, kinds["uncommitted-at-end"])
     per_fault, causes = figures(ix)
@@ -244,7 +260,8 @@ def check(h: History) -> Report:
     for a in h.acked:
         values[a.value].add((a.partition, a.offset))
     for d in h.delivered:
-        values[d.value].add((d.partition, d.offset))
+        if d not in cuts:
+            values[d.value].add((d.partition, d.offset))
     return Report(
         acknowledged=len(h.acked),
         delivered=len(h.delivered),
@@ -255,48 +272,6 @@ def check(h: History) -> Report:
         faults=per_fault,
         causes=dict(causes),
         bars=bars(h, kinds, per_fault),
+        retries=sum(len(positions) for positions in retries.values()),
+        commit_slack_s=min((c.slack for c in cover if c.processed_t < math.inf), default=None),
     )
-
-
-def bars(h: History, kinds: dict[str, Kind], per_fault: list[FaultFigures]) -> list[Bar]:
-    out = [Bar(f"0 {k}", v.count == 0, "; ".join(v.examples[:2]) or "none") for k, v in kinds.items()]
-    kills = [x for x in per_fault if x.fault.kind == "kill" and x.allowed is not None]
-    over = [x for x in kills if x.duplicates > (x.allowed or 0)]
-    out.append(
-        Bar(
-            "duplicates per kill <= delivered since last commit",
-            not over,
-            f"{len(over)} of {len(kills)} kills over: "
-            + ", ".join(f"{x.fault.process} {x.duplicates}>{x.allowed}" for x in over[:3])
-            if over
-            else f"{len(kills)} kills within",
-        )
-    )
-    if h.run is not None:
-        limit = (h.run.timeout_ms + 2 * h.run.heartbeat_ms) / 1000 + RATE_WINDOW_S
-        measured = [x for x in per_fault if x.gap_s is not None]
-        slow = [x for x in measured if (x.gap_s or 0) > limit]
-        worst = max((x.gap_s or 0 for x in measured), default=0.0)
-        out.append(
-            Bar(
-                f"served again within {limit:g} s",
-                not slow,
-                f"max {worst:.2f} s over {len(measured)} faults"
-                + (f"; {', '.join(f'{x.fault.process} {x.gap_s:.2f}s' for x in slow[:3])}" if slow else ""),
-            )
-        )
-        short = [
-            x
-            for x in per_fault
-            if (x.fault.kind == "pause" and x.fault.end - x.fault.t < (h.run.timeout_ms - h.run.heartbeat_ms) / 1000)
-            or (x.fault.kind == "stall" and x.fault.end - x.fault.t < h.run.max_processing_s)
-        ]
-        moved = [x for x in short if x.handoffs]
-        out.append(
-            Bar(
-                "short pauses/stalls keep their partitions",
-                not moved,
-                f"{len(moved)} of {len(short)} lost partitions" if short else "none applied",
-            )
-        )
-    return out

@@ -31,7 +31,10 @@ def attribute(ix: Index) -> tuple[Counter[int], Counter[str]]:
 
     A repeat of a message first explained by a fault of the process that delivered it before or of the one
     delivering it now (the earliest such fault overlapping the time between the two deliveries), then by a
-    reset or an emulator kill in that time, else by a plain handoff (a join or a lapse with no fault).
+    reset or an emulator kill in that time, else by a plain handoff (a join or a lapse with no fault). A kill
+    explains only a repeat of what its victim delivered (by the next owner): a line of the victim after another
+    process's (read after the kill, or from a command it left running) is a handoff's. A command-kill explains
+    only a repeat of its own message by its own process (the retry).
     """
     per_fault: Counter[int] = Counter()
     causes: Counter[str] = Counter()
@@ -52,7 +55,12 @@ def _blame(faults: list[tuple[int, Fault]], prev: Delivered, cur: Delivered) -> 
         return f.t <= cur.t and f.end >= prev.t - LAG_S
 
     for i, f in faults:
-        if f.kind in PROCESS_FAULTS and f.process in (prev.process, cur.process) and overlaps(f):
+        if f.kind == "command-kill" and not (
+            prev.process == cur.process == f.process and (f.partition, f.offset) == (cur.partition, cur.offset)
+        ):
+            continue
+        involved = (prev.process,) if f.kind == "kill" else (prev.process, cur.process)
+        if f.kind in PROCESS_FAULTS and f.process in involved and overlaps(f):
             return i
     for i, f in faults:
         if f.kind not in PROCESS_FAULTS and overlaps(f):

@@ -22,12 +22,14 @@ from reliability.history import Delivered, Exit, Recorder
 
 TEMPLATE = "{partition} {offset} {value}"
 # what each instance of the `worker` scenario runs per message (`tail --exec`), with sh builtins only but for the
-# work of one message in ten (a 0.1 s sleep): it reads the value from stdin and, its work done, says it processed
-# the message with the line a writing tail would have written (one printf: one write, atomic on a pipe). Its
+# work: it reads the value from stdin, works (a 0.05 s sleep for one message in ten), says it processed the
+# message with the line a writing tail would have written (one printf: one write, atomic on a pipe), then finishes
+# (another 0.05 s for another one in ten: a kill then comes after the line, and the retry writes it again). Its
 # stdout is tail's, read by the harness like a writing tail's: in that scenario a delivery means "processed".
 COMMAND = (
-    'IFS= read -r v; case "$OCIGROUP_OFFSET" in *0) sleep 0.1;; esac; '
-    'printf "%s %s %s\\n" "$OCIGROUP_PARTITION" "$OCIGROUP_OFFSET" "$v"'
+    'IFS= read -r v; case "$OCIGROUP_OFFSET" in *0) sleep 0.05;; esac; '
+    'printf "%s %s %s\\n" "$OCIGROUP_PARTITION" "$OCIGROUP_OFFSET" "$v"; '
+    'case "$OCIGROUP_OFFSET" in *5) sleep 0.05;; esac'
 )
 SMALL_PIPE = 4096
 

@@ -11,6 +11,7 @@ import json
 import random
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
@@ -23,6 +24,8 @@ COLUMNS = (
     "acked",
     "written",
     "lost",
+    "committed ahead",
+    "least commit slack s",
     "dups",
     "dups by cause",
     "worst kill: dups/allowed",
@@ -44,15 +47,25 @@ def row(name: str, r: Report, wall: float) -> list[str]:
         f"{r.acknowledged:,}",
         f"{r.delivered:,}",
         str(r.anomalies["lost"].count),
+        str(r.anomalies["committed-unprocessed"].count),
+        "-" if r.commit_slack_s is None else f"{r.commit_slack_s:.3f}",
         f"{r.duplicates:,}",
         ", ".join(f"{k} {v:,}" for k, v in sorted(r.causes.items())) or "-",
         f"{worst.duplicates}/{worst.allowed}" if worst else "-",
         f"{max(gaps):.2f}" if gaps else "-",
         f"{max(recoveries):.2f}" if recoveries else "-",
-        str(len(r.faults)),
+        faults(r),
         f"{wall:.1f}",
         "PASS" if r.ok else "FAIL",
     ]
+
+
+def faults(r: Report) -> str:
+    """'6', or '6 (3 kill, 3 command-kill)' when there were several kinds."""
+    kinds = Counter(f.fault.kind for f in r.faults)
+    return f"{len(r.faults)}" + (
+        f" ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})" if len(kinds) > 1 else ""
+    )
 
 
 def table(rows: list[list[str]]) -> str:

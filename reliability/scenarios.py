@@ -1,8 +1,9 @@
 """Fault scenarios and their settings at CI and full scale.
 
 Every scenario: an emulator process and N `ocigroup tail` processes of one group (in `worker`, `tail --exec`
-running a command per message, reliability/worker.py); a paced publisher of unique values and a GetGroup observer; the scenario's fault script; restarts of whatever it killed; a final drain
-(every acknowledged value written, or a deadline); SIGTERM to every instance; a final GetGroup.
+running a command per message, reliability/worker.py); a paced publisher of unique values and a GetGroup
+observer; the scenario's fault script; restarts of whatever it killed; a final drain (every acknowledged value
+written, or a deadline); SIGTERM to every instance; a final GetGroup.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ PROFILE_FILES = [
     case("yaml-duplicate-key", "streams", "show", profile=prof("region: a\nregion: b"), needles=(":5", "twice")),
     case("yaml-int-key", "streams", "show", profile=prof("1: a"), needles=(":4", "keys must be strings")),
     case("yaml-not-utf8", "streams", "show", profile=b"profiles:\n  p:\n    region: \xff\n", needles=("UTF-8",)),
-    case("yaml-too-large", "streams", "show", profile=b"#" * (MIB + 1), needles=("larger than 1048576",)),
+    case("yaml-too-large", "streams", "show", profile=b"#" * (MIB + 1), needles=("larger than 1,048,576 bytes",)),
     case(
         "yaml-alias-bomb",
         "streams",
@@ -126,7 +126,7 @@ PROFILE_FILES = [
     case("default-names-no-profile", "streams", "show", profile="default: ghost\nprofiles: {}\n", needles=("ghost",)),
     case("empty-file", "--profile", "p", "streams", "show", profile="", needles=("defines no profiles",)),
     case("config-missing", "--config", "<tmp>/nope.yaml", "streams", "show", needles=("nope.yaml: no such file",)),
-    case("config-is-a-directory", "--config", "<tmp>", "streams", "show", needles=("Is a directory",)),
+    case("config-is-a-directory", "--config", "<tmp>", "streams", "show", needles=("a directory, not a regular file",)),
     case(
         "env-config-missing",
         "streams",
@@ -174,7 +174,7 @@ MISSING_FIELDS = [
 
 KEY_FILES = [
     case("key-missing", "streams", "show", auth={"key_file": "<ws>/nope.pem"}, needles=("nope.pem: no such file",)),
-    case("key-is-a-directory", "streams", "show", auth={"key_file": "<ws>"}, needles=("Is a directory",)),
+    case("key-is-a-directory", "streams", "show", auth={"key_file": "<ws>"}, needles=("a directory, not a regular",)),
     case("key-garbage", "streams", "show", auth={"key_file": "<ws>/garbage.pem"}, needles=("not a PEM private key",)),
     case("key-empty", "streams", "show", auth={"key_file": "<ws>/empty.pem"}, needles=("empty.pem", "not a PEM")),
     case("key-public", "streams", "show", auth={"key_file": "<ws>/key_public.pem"}, needles=("this is a public key",)),
@@ -270,7 +270,7 @@ KEY_FILES = [
         "streams",
         "show",
         auth={"method": "security_token", "config_file": "<ws>/oci-config-token"},
-        needles=("security_token_file", "no-token: cannot read it"),
+        needles=("security_token_file", "no-token: no such file"),
     ),
 ]
 

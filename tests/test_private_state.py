@@ -22,7 +22,6 @@ def test_a_fresh_state_directory_and_everything_in_it_are_private(tmp_path):
     try:
         done = proc.run(["--profile", "local", "publish", "a secret value"], env)
         assert done.returncode == 0, done.stderr.decode()
-        assert proc.run(["--profile", "local", "inspect", "billing", "-o", "json"], env).returncode in (0, 1)
     finally:
         subprocess.run([proc.exe(), "--profile", "local", "emulator", "stop"], env=env, capture_output=True, timeout=60)
     assert stat.S_IMODE(state.stat().st_mode) == 0o700

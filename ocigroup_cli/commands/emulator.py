@@ -59,6 +59,13 @@ Fsync = Annotated[bool, typer.Option(help="fsync every commit (survives power lo
 TlsCert = Annotated[Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (chain); needs --tls-key.")]
 TlsKey = Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log every request to stderr.")]
+OwnerKey = Annotated[
+    Path | None,
+    typer.Option(
+        "--owner-key-file",
+        help="The owner key its admin endpoints ask a proof of (docs/emulator.md). [default: the state directory's]",
+    ),
+]
 
 
 @app.command()
@@ -80,6 +87,7 @@ def serve(
     tls_cert: TlsCert = None,
     tls_key: TlsKey = None,
     verbose: Verbose = False,
+    owner_key_file: OwnerKey = None,
 ) -> None:
     """Serve the OCI Streaming API under /20180418 until interrupted.
 
@@ -108,11 +116,29 @@ def serve(
         fsync=fsync,
         tls_cert=None if tls_cert is None else str(tls_cert),
         tls_key=None if tls_key is None else str(tls_key),
+        owner_key=_owner_key(owner_key_file),
     )
     import logging  # here, not at the top: every other command would pay for its import
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(message)s")
     _serve_until_stopped(config)
+
+
+def _owner_key(path: Path | None) -> bytes:
+    """The owner key from --owner-key-file, else the state directory's (made on first use)."""
+    from ocigroup_cli import inputs
+    from ocigroup_cli.ops import local
+
+    if path is None:
+        key = local.owner_key(create=True)
+        assert key is not None
+        return key
+    try:
+        return bytes.fromhex(inputs.read_text(path, 4096, "--owner-key-file").strip())
+    except FileNotFoundError:
+        raise UsageError(f"--owner-key-file {path}: no such file.") from None
+    except ValueError:
+        raise UsageError(f"--owner-key-file {path}: not an owner key (hex).") from None
 
 
 def _check_tls(cert: Path | None, key: Path | None) -> None:
@@ -214,6 +240,12 @@ def _identity(data: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def _state(s: Any) -> str:
+    if not s.running:
+        return "not running"
+    return "running" if s.ours else "running, not this state directory's"
+
+
 LocalPort = Annotated[
     int | None, typer.Option(help=f"TCP port. [default: {LOCAL_PORT}, or $OCIGROUP_LOCAL_PORT]", min=1, max=65535)
 ]
@@ -255,18 +287,32 @@ def status(
     from ocigroup_cli.ops import local
 
     s = local.status(port)
-    data = {"running": s.running, "url": s.url, "pid": s.pid, "version": s.version, "data": s.data}
+    data = {"running": s.running, "ours": s.running and s.ours, "url": s.url, "pid": s.pid, "version": s.version,
+            "data": s.data}  # fmt: skip
     console.emit(
         data,
         fmt(ctx, output),
         lambda: console.Whole(
             console.table(
                 ["STATE", "URL", "PID", "VERSION", "DATA"],
-                [["running" if s.running else "not running", s.url, s.pid, s.version, s.data]],
+                [[_state(s), s.url, s.pid, s.version, s.data]],
             )
         ),
     )
     if s.foreign:
         raise OcigroupError(f"something that is not an ocigroup emulator answers on {s.url}.")
+    if s.running and not s.ours:
+        raise OcigroupError(f"the emulator on {s.url} was not started from this state directory ({state_dir()}).",
+                            "use the state directory that started it, or set OCIGROUP_LOCAL_PORT")  # fmt: skip
     if not s.running:
         raise OcigroupError(f"no emulator answers on {s.url}.", "start one with: ocigroup emulator start")
+
+
+def _test_mode_commands() -> None:
+    from ocigroup_cli.commands import emulator_clock
+
+    app.command("clock")(emulator_clock.clock)
+    app.command("reset")(emulator_clock.reset)
+
+
+_test_mode_commands()

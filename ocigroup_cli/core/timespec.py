@@ -13,7 +13,7 @@ from ocigroup_cli.core.timefmt import both_zones, ms_to_rfc3339, parse_rfc3339_m
 ACCEPTED = (
     "accepted: 2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00, 2024-05-01 10:00 (local time, as date prints it), "
     "2024-05-01 (local midnight), epoch seconds (1714557600) or milliseconds (1714557600000), or a duration ago "
-    "such as 15m, 2h ago, 1d, PT1H"
+    "such as 15m, 2h ago, 1d, PT1H, or now"
 )
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
@@ -37,6 +37,8 @@ def parse_duration_ms(text: str) -> int:
 def parse_time_ms(text: str, now_ms: int) -> int:
     """Parse any accepted time form to epoch milliseconds (durations count back from `now_ms`)."""
     t = text.strip()
+    if t.lower() == "now":
+        return now_ms
     if t.isascii() and t.isdigit():
         value = int(t)
         return value if len(t) >= 12 else value * 1000

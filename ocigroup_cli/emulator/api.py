@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import uuid
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from ocigroup_cli import __version__
-from ocigroup_cli.core.clock import TEST_CLOCK_HEADER, ManualClock
+from ocigroup_cli.core.clock import TEST_CLOCK_HEADER
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.emulator.admin import Admin
 from ocigroup_cli.emulator.auth import Verifier
 from ocigroup_cli.emulator.backend import Backend, Messages
 from ocigroup_cli.emulator.errors import ServiceError, invalid, limit_exceeded
@@ -29,7 +28,6 @@ BASE = "/20180418"
 METRICS = "/20180401/metrics"  # OCI Monitoring's PostMetricData (emulator/telemetry.py)
 OBJECT_STORAGE = "/n"  # OCI Object Storage (emulator/storage_routes.py)
 ADMIN = "/_emulator"
-HEALTH_SERVICE = "ocigroup-emulator"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # a 1 MiB request grows by a third in base64, plus JSON framing
 
 log = logging.getLogger("ocigroup.emulator")
@@ -52,7 +50,9 @@ def messages_json(result: Messages) -> bytes:
 
 
 class Api:
-    def __init__(self, backend: Backend, verifier: Verifier | None, admin: bool = False) -> None:
+    def __init__(
+        self, backend: Backend, verifier: Verifier | None, admin: bool = False, owner_key: bytes | None = None
+    ) -> None:
         self.backend = backend
         self.verifier = verifier
         self.admin = admin
@@ -60,6 +60,7 @@ class Api:
         options = backend.options
         self.storage = ObjectStorage(backend.store, backend.clock, options.namespace, options.region)
         self.storage_routes = StorageRoutes(self.storage, verifier, MAX_BODY_BYTES)
+        self.admin_routes = Admin(self, owner_key, admin)
 
     def handle(
         self,
@@ -103,7 +104,8 @@ class Api:
     ) -> Response:
         path = urlsplit(target).path
         if path.startswith(ADMIN + "/"):
-            return self._admin(method, path[len(ADMIN) :], body)
+            query = dict(parse_qsl(urlsplit(target).query))
+            return self.admin_routes.handle(method, path[len(ADMIN) :], query, headers, body)
         if path == OBJECT_STORAGE or path.startswith(OBJECT_STORAGE + "/"):  # its bodies may be larger
             return self.storage_routes.handle(method, target, headers, body, names())
         if len(body) > MAX_BODY_BYTES:
@@ -189,41 +191,6 @@ class Api:
             return self._json(self.backend.get_work_request(unquote(parts[1])))
         collection, following = self.backend.list_work_requests(query)
         return self._json(collection, {"opc-next-page": following} if following else {})
-
-    def _admin(self, method: str, path: str, body: bytes) -> Response:
-        if (method, path) == ("GET", "/health"):  # who answers: `emulator status/stop` go by this, not by a record
-            store = self.backend.store
-            data = store.path if not store.persistent else os.path.abspath(store.path)
-            return self._json({"service": HEALTH_SERVICE, "version": __version__, "pid": os.getpid(), "data": data})
-        if (method, path) == ("GET", "/metrics"):  # what PostMetricData took, for tests and rehearsals to read back
-            return self._json(self.telemetry.all())
-        if not self.admin:
-            raise ServiceError(404, "NotFound", "Admin endpoints are enabled only with --test-mode.")
-        if (method, path) == ("POST", "/reset"):
-            self.backend.store.wipe()
-            self.storage.wipe()
-            self.backend.rates.clear()
-            return self._json({"reset": True})
-        if path == "/clock" and method in ("GET", "POST"):
-            return self._clock(json_body(body) or {} if method == "POST" else {})
-        raise ServiceError(404, "NotFound", f"No such admin API: {method} {path}")
-
-    def _clock(self, request: Any) -> Response:
-        """The test clock: moved (`setMs`, `advanceMs`), let run or stopped (`running`), and read (GET: `{}`)."""
-        clock = self.backend.clock
-        if not isinstance(clock, ManualClock):
-            raise ServiceError(404, "NotFound", "The clock can be moved only with --test-mode.")
-        if not isinstance(request, dict):
-            raise invalid('The body must be an object: {"setMs": T, "advanceMs": N, "running": true}.')
-        try:
-            if "setMs" in request:
-                clock.set_ms(int(request["setMs"]))
-            clock.advance_ms(int(request.get("advanceMs", 0)))
-        except (TypeError, ValueError):
-            raise invalid("'setMs' and 'advanceMs' must be integers (milliseconds).") from None
-        if "running" in request:  # let time run from where it was set (real seconds pass as service seconds)
-            clock.run(bool(request["running"]))
-        return self._json({"nowMs": clock.time_ms(), "running": clock.running})
 
     def close(self) -> None:
         self.storage.close()

@@ -66,6 +66,7 @@ class ServerConfig:
     fsync: bool = False
     tls_cert: str | None = None  # PEM certificate (chain) and its key: serve HTTPS
     tls_key: str | None = None
+    owner_key: bytes | None = None  # the owner key of the state directory that started it (emulator/admin.py)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -257,7 +258,7 @@ class EmulatorServer:
             verifier = Verifier([load_public_key(pem) for pem in config.trusted_keys], SystemClock().time_ms)
         ipv6 = ":" in config.host
         self.httpd = (_HttpServer6 if ipv6 else _HttpServer)((config.host, config.port), _Handler)
-        self.httpd.api = Api(self.backend, verifier, admin=config.test_mode)
+        self.httpd.api = Api(self.backend, verifier, admin=config.test_mode, owner_key=config.owner_key)
         self.httpd.faults = config.faults if config.faults and config.faults.active else None
         self.httpd.tls = tls_context(config.tls_cert, config.tls_key) if config.tls_cert else None
         host = f"[{config.host}]" if ipv6 else config.host

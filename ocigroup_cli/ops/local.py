@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import http.client
+import itertools
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -14,12 +16,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ocigroup_cli import inputs
+from ocigroup_cli.core import owner
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import ConfigError, OcigroupError
 from ocigroup_cli.localhost import local_port, local_url
 from ocigroup_cli.paths import private_dirs, private_file, replace_file, state_dir, state_writes
 
 HEALTH_SERVICE = "ocigroup-emulator"  # what the emulator's health endpoint says it is
+OWNER_KEY = "owner.key"  # in home(): the key this state directory's emulator is given (core/owner.py)
 API_KEY_LABEL = b"OCI_API_KEY\n"  # the last line of an API private key file, as the OCI console writes it
 
 
@@ -33,6 +38,7 @@ class Status:
     version: str | None = None
     data: str | None = None
     foreign: bool = False  # something answers there, but not an ocigroup emulator
+    ours: bool = True  # it proved it holds this state directory's owner key (pid and data are known only then)
 
 
 def home() -> Path:
@@ -67,14 +73,34 @@ def write_key_pair(directory: Path) -> Path:
     return key_path
 
 
+def owner_key(create: bool = False) -> bytes | None:
+    """This state directory's owner key (core/owner.py), made on first use with `create`; None when there is none."""
+    path = home() / OWNER_KEY
+    try:
+        return bytes.fromhex(inputs.read_text(path, 4096, "the local emulator's owner key").strip())
+    except FileNotFoundError:
+        if not create:
+            return None
+    except (ConfigError, ValueError):
+        if not create:
+            return None
+    with state_writes("the local emulator's owner key"):
+        replace_file(path, secrets.token_hex(32))
+    return owner_key()
+
+
 def status(port: int | None = None) -> Status:
-    """Ask the local port who answers. Straight to loopback: proxy settings in the environment do not apply."""
+    """Ask the local port who answers, proving this state directory's owner key (never sent: core/owner.py); only
+    an emulator that proves it back is ours. Straight to loopback: proxy settings in the environment do not apply."""
     port = port or local_port()
+    key = owner_key()
+    nonce = secrets.token_hex(16)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
     try:
-        conn.request("GET", "/_emulator/health")
+        headers = {} if key is None else {owner.HEADER: owner.asking(key, nonce)}
+        conn.request("GET", f"/_emulator/health?nonce={nonce}", headers=headers)
         resp = conn.getresponse()
-        body = resp.read()
+        body = resp.read(64 << 10)
     except (OSError, http.client.HTTPException):
         return Status(False, local_url(port))
     finally:
@@ -85,15 +111,22 @@ def status(port: int | None = None) -> Status:
         info = None
     if resp.status != 200 or not isinstance(info, dict) or info.get("service") != HEALTH_SERVICE:
         return Status(False, local_url(port), foreign=True)
-    pid = info.get("pid")
-    return Status(True, local_url(port), pid if isinstance(pid, int) else None, info.get("version"), info.get("data"))
+    version = info.get("version") if isinstance(info.get("version"), str) else None
+    if key is None or not owner.same(info.get("proof"), owner.answering(key, nonce)):
+        return Status(True, local_url(port), version=version, ours=False)
+    pid, data = info.get("pid"), info.get("data")
+    return Status(True, local_url(port), pid if isinstance(pid, int) else None, version,
+                  data if isinstance(data, str) else None)  # fmt: skip
 
 
 def spawn(
     port: int, data: str, trusted_keys: list[Path], log: Path, extra_args: tuple[str, ...] = ()
 ) -> subprocess.Popen[bytes]:
-    """Start `ocigroup emulator serve` as a detached process logging to `log`."""
+    """Start `ocigroup emulator serve` as a detached process logging to `log`, given this state directory's owner
+    key (made on first use)."""
+    owner_key(create=True)
     args = [sys.executable, "-m", "ocigroup_cli", "emulator", "serve", "--port", str(port), "--data", data]
+    args += ["--owner-key-file", str(home() / OWNER_KEY)]
     for key in trusted_keys:
         args += ["--trusted-key", str(key)]
     with private_file(log, binary=True) as fh:
@@ -121,12 +154,17 @@ def data_file() -> Path:
 
 
 def _check_ours(current: Status) -> Status:
-    """An emulator serving another state directory would not trust this one's key: say so, do not use it."""
+    """An emulator this state directory did not start is neither used nor stopped: say so."""
+    if not current.ours:
+        raise ConfigError(
+            f"the emulator on {current.url} was not started from this state directory ({state_dir()}): it is not "
+            "used, nor stopped from here.",
+            "use the state directory that started it (OCIGROUP_STATE_DIR), or set OCIGROUP_LOCAL_PORT to a free port",
+        )
     if current.data is not None and os.path.realpath(current.data) != os.path.realpath(data_file()):
         raise ConfigError(
-            f"the emulator on {current.url} (pid {current.pid}) serves another state directory ({current.data}).",
-            f"use its directory (OCIGROUP_STATE_DIR={os.path.dirname(current.data)}), "
-            "or set OCIGROUP_LOCAL_PORT to a free port",
+            f"the emulator on {current.url} (pid {current.pid}) serves another data file ({current.data}).",
+            "stop it (ocigroup emulator stop), or set OCIGROUP_LOCAL_PORT to a free port",
         )
     return current
 
@@ -167,9 +205,15 @@ def start(clock: Clock, port: int | None = None, extra_args: tuple[str, ...] = (
 def stop(clock: Clock, port: int | None = None) -> Status | None:
     """Stop the emulator that answers on the local port for this state directory; its status, or None."""
     current = status(port)
-    if not current.running or current.pid is None:
+    if not current.running:
         return None
     _check_ours(current)
+    if current.pid is None or not _serves(current.pid, port or local_port()):
+        raise OcigroupError(
+            f"the emulator on {current.url} names pid {current.pid}, which is not an ocigroup emulator serving that "
+            "port here: nothing was signalled.",
+            "is it running in another container or namespace? stop it there",
+        )
     try:
         os.kill(current.pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -186,6 +230,20 @@ def stop(clock: Clock, port: int | None = None) -> Status | None:
             return current
         clock.sleep(0.05)
     raise OcigroupError(f"the emulator on {current.url} (pid {current.pid}) did not stop within 10 s.")
+
+
+def _serves(pid: int, port: int) -> bool:
+    """Whether process `pid` is `ocigroup emulator serve --port PORT` (its command line, Linux: /proc)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    words = [w.decode(errors="replace") for w in argv]
+    return (
+        "emulator" in words
+        and "serve" in words
+        and any(a == "--port" and b == str(port) for a, b in itertools.pairwise(words))
+    )
 
 
 def ensure_running(clock: Clock, notice: Callable[[str], None], port: int | None = None) -> None:

@@ -143,7 +143,7 @@ def test_reset_wipes_object_storage(api_key, clock):
         root = server.httpd.api.storage.blobs.root
         assert any(p.is_file() for p in root.iterdir())
         conn = http.client.HTTPConnection(urlsplit(server.url).netloc, timeout=10)
-        conn.request("POST", "/_emulator/reset", b"{}")
+        conn.request("POST", "/_emulator/reset", b"{}", {"Content-Type": "application/json"})
         assert conn.getresponse().status == 200
         conn.close()
         assert refused(lambda: osc.get_bucket("emulator", "wiped")).code == "BucketNotFound"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import os
 import signal
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 import oci
 import pytest
 
-from tests.helpers.service import ApiKey, b64
+from tests.helpers.service import ApiKey, admin_call, b64
 from tests.helpers.service import serve_process as serve
 
 
@@ -99,8 +98,7 @@ def test_test_mode_clock_endpoint(tmp_path, api_key):
     try:
 
         def post(path, body):
-            req = urllib.request.Request(url + path, json.dumps(body).encode(), method="POST")
-            return json.loads(urllib.request.urlopen(req).read())
+            return admin_call(url, path, body)  # with the owner's proof: this state directory started it
 
         start = post("/_emulator/clock", {})["nowMs"]
         assert post("/_emulator/clock", {"advanceMs": 31_000})["nowMs"] == start + 31_000

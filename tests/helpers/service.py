@@ -17,6 +17,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from ocigroup_cli.core import owner
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.emulator.auth import fingerprint
 from ocigroup_cli.emulator.backend import Options
@@ -221,8 +222,15 @@ def serve_process(tmp_path: Path, key: ApiKey, *extra: str) -> tuple[subprocess.
 
 
 def admin_call(url: str, path: str, body: dict | None = None) -> dict:
-    """An emulator admin endpoint (`/_emulator/...`): POST `body`, or GET without one; its JSON answer."""
+    """An emulator admin endpoint (`/_emulator/...`): POST `body` (JSON), or GET without one, with the proof of
+    this state directory's owner key where there is one (an emulator it started asks for it); its JSON answer."""
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url + path, data, method="GET" if body is None else "POST")
+    method = "GET" if body is None else "POST"
+    request = urllib.request.Request(url + path, data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    key = local.owner_key()
+    if key is not None:
+        request.add_header(owner.HEADER, owner.request(key, method, path.split("?")[0], data or b""))
     with urllib.request.urlopen(request, timeout=10) as answer:
         return json.loads(answer.read())

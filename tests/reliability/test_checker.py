@@ -1,5 +1,6 @@
 """The checker against hand-made histories: one per anomaly kind and pass bar that it must flag, the allowed
-variants it must pass (legitimate resume, reset, one stale batch), a clean history and an empty one."""
+variants it must pass (legitimate resume, reset, one stale batch), a clean history and an empty one. Those of
+`tail --exec` (the worker scenario) are in test_checker_worker.py."""
 
 from __future__ import annotations
 
@@ -8,47 +9,8 @@ from dataclasses import replace
 import pytest
 
 from reliability.checker import ANOMALIES, check
-from reliability.history import Acked, Delivered, Exit, Fault, History, RunInfo, Sample, SlowPipe, decode, encode
-
-RUN = RunInfo("hand-made", 0, 2, 2, timeout_ms=3000, heartbeat_ms=1000, batch_limit=2, max_processing_s=10.0)
-
-
-def write(t: float, who: str, p: int, o: int, value: str | None = None) -> Delivered:
-    return Delivered(t, f"{who}#1", who, p, o, value or f"r:{p}:{o}")
-
-
-def sample(t: float, committed: list[int | None], owners: list[str | None] | None = None, source="observer"):
-    return Sample(t, owners or ["A", "B"], committed, source)
-
-
-def clean() -> list:
-    """A owns partition 0 (offsets 0-3), B owns partition 1 (0-1); all written, committed, stopped cleanly."""
-    return [
-        RUN,
-        *(Acked(1.0, f"r:0:{o}", 0, o) for o in range(4)),
-        *(Acked(1.0, f"r:1:{o}", 1, o) for o in range(2)),
-        sample(0.5, [None, None]),
-        write(2.0, "A", 0, 0),
-        write(2.0, "A", 0, 1),
-        write(2.0, "B", 1, 0),
-        write(2.2, "B", 1, 1),
-        sample(2.5, [1, 1]),
-        write(3.0, "A", 0, 2),
-        write(3.1, "A", 0, 3),
-        sample(5.0, [3, 1]),
-        sample(6.0, [3, 1], source="final"),
-        Exit(6.5, "A#1", "A", 130, 130, False),
-        Exit(6.5, "B#1", "B", 130, 130, False),
-        Exit(7.0, "emulator", "emulator", 0, 0, False),
-    ]
-
-
-def without(events: list, *drop) -> list:
-    return [e for e in events if e not in drop]
-
-
-def bar(report, prefix: str):
-    return next(b for b in report.bars if b.name.startswith(prefix))
+from reliability.history import Acked, Delivered, Exit, Fault, History, SlowPipe, decode, encode
+from tests.reliability.hand_made import RUN, bar, clean, sample, without, write
 
 
 def test_clean_history_passes():
@@ -65,17 +27,24 @@ def test_empty_history_passes():
 
 def test_history_round_trips_through_json_lines(tmp_path):
     events = [*clean(), Fault(4.0, "kill", 4.0, "A#1", "A", [0], [1, None]), SlowPipe(0.0, "B#1", 4096)]
+    events += [Fault(4.1, "command-kill", 4.1, "B#1", "B", [], [], 1, 7, 2), replace(RUN, exec_concurrency=2)]
     assert [decode(encode(e)) for e in events] == events
 
 
 ANOMALY_CASES = {
-    "lost": without(clean(), write(3.0, "A", 0, 2)),
+    # acknowledged after the last sample and never written: lost with nothing committed past it (a commit past a
+    # message never written is also committed-unprocessed: test_a_commit_past_a_lost_message_is_both)
+    "lost": [*without(clean(), sample(6.0, [3, 1], source="final")), Acked(5.5, "r:1:2", 1, 2)],
     "unexpected": [*clean(), Delivered(3.2, "B#1", "B", -1, -1, "garbage line")],
     # B writes offset 1 of partition 0 with another message's value
     "inconsistent": [*clean(), write(3.2, "B", 0, 1, "r:0:3")],
     # A, restarted, goes back to offset 1 although the group had committed 1 (resuming would start at 2)
     "out-of-order": [*clean(), Delivered(3.2, "A#2", "A", 0, 2, "r:0:2"), Delivered(3.3, "A#2", "A", 0, 1, "r:0:1")],
     "committed-backwards": [*clean(), sample(5.5, [2, 1])],
+    # GetGroup shows partition 0 committed through 1 at 1.2; A processes 0 and 1 only at 2.0
+    "committed-unprocessed": [*clean(), sample(1.2, [1, None])],
+    # B (a command it ran) writes offset 3 of partition 0 with the first 4 characters of its value
+    "cut-input": [*clean(), write(3.2, "B", 0, 3, "r:0:")],
     # B writes three messages (more than one batch of 2) of partition 0 while GetGroup shows A owning it
     "overlap": [*clean(), write(3.2, "B", 0, 1), write(3.2, "B", 0, 2), write(3.3, "B", 0, 3)],
     # A resumes after the committed offset (a legitimate resume) but writes again what it wrote itself
@@ -125,8 +94,9 @@ def test_a_resume_after_an_offset_committed_between_two_samples_is_not_out_of_or
     # and 2.5 (1), then resumed at 1: the commit of 0 was never sampled, but it falls between the two
     events = [*clean(), write(2.3, "B", 1, 1)]
     assert check(History.of(events)).flagged() == {"repeated-in-process"}  # not out of order
-    # a resume at an offset below what the window shows is still flagged
-    events = [*without(clean(), sample(0.5, [None, None])), sample(1.5, [None, 1]), write(2.3, "B", 1, 1)]
+    # a resume at an offset below what the window shows is still flagged (C had written 0-1 and committed 1)
+    events = [*without(clean(), sample(0.5, [None, None])), write(1.0, "C", 1, 0), write(1.0, "C", 1, 1),
+              sample(1.5, [None, 1]), write(2.3, "B", 1, 1)]  # fmt: skip
     assert check(History.of(events)).flagged() == {"out-of-order", "repeated-in-process"}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -17,37 +18,55 @@ from reliability.run import describe
 from reliability.scenarios import SCALES, SCENARIOS, execute
 
 SCALE = "full" if os.environ.get("OCIGROUP_FULL_SCALE") == "1" else "ci"
+SEED = os.environ.get("OCIGROUP_RELIABILITY_SEED")  # read here: every test runs with OCIGROUP_* cleared (conftest)
 
 
-def _long_pauses_lapse(r: Report) -> None:
+def _long_pauses_lapse(r: Report, work: Path) -> None:
     assert any(f.handoffs for f in r.faults), "no pause outlived the timeout: the zombie case was not exercised"
 
 
-def _emulator_recovered(r: Report) -> None:
+def _emulator_recovered(r: Report, work: Path) -> None:
     assert all(f.fault.end > f.fault.t for f in r.faults)
     assert any(f.recovery_s is not None for f in r.faults), "no delivery after an emulator restart"
 
 
-def _reset_replayed(r: Report) -> None:
+def _reset_replayed(r: Report, work: Path) -> None:
     assert r.causes.get("reset", 0) > 0, "the reset replayed nothing"
 
 
-EXERCISED: dict[str, Callable[[Report], None]] = {
+def _commands_killed_and_run_again(r: Report, work: Path) -> None:
+    kinds = [f.fault.kind for f in r.faults]
+    assert kinds.count("kill") and kinds.count("command-kill"), kinds
+    said = "".join(p.read_text(errors="replace") for p in work.glob("*.err"))
+    assert "the command failed (killed by SIGKILL); attempt 2 of 4" in said, "no killed command was run again"
+
+
+EXERCISED: dict[str, Callable[[Report, Path], None]] = {
     "pause-long": _long_pauses_lapse,
     "emulator-kill": _emulator_recovered,
     "reset": _reset_replayed,
+    "worker": _commands_killed_and_run_again,
+}
+# product defects a scenario found, reported and not fixed yet (docs/reliability.md): a run whose only failed bars
+# are these is an expected failure, shown with its examples; any other failed bar fails the test
+KNOWN: dict[str, set[str]] = {
+    # a command that a SIGKILLed `tail --exec` left running reads a cut stdin, and processes that
+    "worker": {"0 cut-input"},
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_scenario_meets_every_bar(name, tmp_path):
-    seed = int(os.environ.get("OCIGROUP_RELIABILITY_SEED", zlib.crc32(name.encode())))
+    seed = int(SEED) if SEED is not None else zlib.crc32(name.encode())
     setting = SCALES[SCALE][name]
     report = check(execute(name, setting, tmp_path, seed))
-    assert report.ok, f"seed {seed}, history in {tmp_path}:\n{describe(name, report)}"
     assert len(report.faults) == setting.faults
     assert report.acknowledged + report.indeterminate == setting.messages
     assert report.acknowledged > 0 and report.anomalies["lost"].count == 0
     if name in EXERCISED:
-        EXERCISED[name](report)
+        EXERCISED[name](report, tmp_path)
+    failed = {b.name for b in report.bars if not b.ok}
+    if failed and failed <= KNOWN.get(name, set()):
+        pytest.xfail(f"known product defect, seed {seed}:\n{describe(name, report)}")
+    assert report.ok, f"seed {seed}, history in {tmp_path}:\n{describe(name, report)}"
