@@ -120,6 +120,7 @@ class StatusLine:
                 self.columns = os.get_terminal_size(sys.stderr.fileno()).columns
             except (OSError, ValueError):
                 self.columns = 80
+            text = visible(text)
             if len(text) > self.columns - 1:
                 text = text[: max(10, self.columns - 2)] + "…"
             _write_err("\r" + text + " " * max(0, self.width - len(text)))
@@ -138,11 +139,12 @@ STATUS = StatusLine()
 
 def notice(message: str, quiet_too: bool = False, command: str | None = None) -> None:
     """A line on stderr, and the command it offers on a line of its own; none with -q unless `quiet_too` (what a
-    script cannot do without, such as a port chosen)."""
+    script cannot do without, such as a port chosen). Control characters (from names, the service's words) are
+    shown escaped: nothing printed for a person can drive the terminal."""
     with STATUS.lock:
         STATUS.clear()
         if not QUIET or quiet_too:
-            _write_err(message + "\n")
+            _write_err(visible(message) + "\n")
             _command(command)
 
 
@@ -180,16 +182,16 @@ def warn(message: str, command: str | None = None) -> None:
     with STATUS.lock:
         STATUS.clear()
         if not QUIET:
-            _print_err(f"warning: {message}", "yellow")
+            _print_err(f"warning: {visible(message)}", "yellow")
             _command(command)
 
 
 def error(message: str, hint: str | None = None, command: str | None = None) -> None:
     with STATUS.lock:
         STATUS.clear()
-        _print_err(f"error: {message}", "bold red")
+        _print_err(f"error: {visible(message)}", "bold red")
         if hint:
-            _print_err(f"hint: {hint}")
+            _print_err(f"hint: {visible(hint)}")
         _command(command)
 
 
@@ -215,7 +217,7 @@ def _wrapped(text: str) -> str:
 def _command(command: str | None) -> None:
     """A command to copy, alone on its line and indented, never wrapped (the terminal wraps it, a copy joins it)."""
     if command:
-        _write_err(f"  {command}\n")
+        _write_err(f"  {visible(command)}\n")
 
 
 def utf8_stdout() -> bool:
@@ -271,8 +273,10 @@ def table(
     columns named in `whole` keep each cell on one line (a short phrase read at a glance: a pace), those in `cut`
     too, ending in "…" where they do not fit (a screen of fixed height: the whole text is in the JSON)."""
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, show_edge=False, header_style="bold", box=None, pad_edge=False)
+    shown = None if title is None else Text(visible(title), style="italic")
+    t = Table(title=shown, show_edge=False, header_style="bold", box=None, pad_edge=False)
     for i, c in enumerate(columns):
         cells = [row[i] for row in rows if row[i] is not None and row[i] != "-"]
         # fold, never "…": an identity, OCID or cursor too wide for the terminal continues on the next line;
@@ -285,8 +289,8 @@ def table(
             t.add_column(c, justify="left", no_wrap=True, overflow="ellipsis")
         else:
             t.add_column(c, justify="left", overflow="fold")
-    for row in rows:
-        t.add_row(*("-" if v is None else str(v) for v in row))
+    for row in rows:  # Text, not markup: a name's "[red]" is a name; its control characters are shown escaped
+        t.add_row(*(Text("-" if v is None else visible(str(v))) for v in row))
     return t
 
 

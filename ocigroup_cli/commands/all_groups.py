@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.outage import Outage
+from ocigroup_cli.core import shellword
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration, parse_rfc3339_ms
 from ocigroup_cli.errors import OcigroupError, ThresholdExceeded
@@ -180,7 +180,7 @@ def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, ma
         "start its consumers again with the group created where it should go on ('ocigroup tail GROUP --create "
         "--from TIME', --from earliest for every retained message); if it was retired on purpose, forget it"
     )
-    forget = f"ocigroup{options} groups forget {' '.join(shlex.quote(v.group) for v in gone)}"
+    forget = f"ocigroup{options} groups forget {' '.join(shellword.quote(v.group) for v in gone)}"
     if many:
         names = ", ".join(repr(v.group) for v in gone)
         raise OcigroupError(f"{len(gone)} group(s) gone from the service: {names}.", hint + " (each):", forget)

@@ -34,11 +34,11 @@ class Globals:
 
     def repeated(self) -> str:
         """The global options this command was given, to repeat in a command shown to the user."""
-        import shlex
+        from ocigroup_cli.core import shellword
 
         given = [("--config", self.config), ("--profile", self.profile)]
         given += [(flag, value) for value, flag in self.overrides.values() if value is not None]
-        return "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in given if value is not None)
+        return "".join(f" {flag} {shellword.quote(str(value))}" for flag, value in given if value is not None)
 
 
 def globals_of(ctx: typer.Context) -> Globals:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,6 +10,7 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.core import shellword
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import OcigroupError, UsageError
@@ -213,7 +213,7 @@ def _report(doc: dict[str, Any], target: Destination, out: str, options: str) ->
         else:
             console.warn(f"bucket of {target.out} has no retention rule: its objects can still be overwritten or "
                          "deleted (--require-retention refuses such a bucket)")  # fmt: skip
-    verify = f"ocigroup{options if 'destination' in doc else ''} export verify {shlex.quote(str(target.out))}"
+    verify = f"ocigroup{options if 'destination' in doc else ''} export verify {shellword.quote(str(target.out))}"
     console.notice(f"exported {doc['rows']:,} rows to {target.out}; check it any time with:", command=verify)
 
 

@@ -118,7 +118,7 @@ def _render(view: GroupView, health: Health | None) -> object:
     from rich.console import Group
     from rich.text import Text
 
-    line = summary(view)  # a dumb terminal is drawn at its own width: nothing to wrap for it
+    line = console.visible(summary(view))  # a dumb terminal is drawn at its own width: nothing to wrap for it
     head = Text(console.clauses(line, console.out().width) if console.redraws() else line, style="italic")
     if view.gone is not None:  # no partition, no verdict to tabulate: the line says it all
         return head
@@ -146,6 +146,7 @@ def _health_table(health: Health, screen: bool = False) -> Group:
         f"window {human_duration(health.window_s)}{widened})"
     )
     cut = ("WHY",) if screen else ()
+    title = console.visible(title)
     return Group(Text(console.clauses(title, console.out().width) if screen else title, style="italic"),
                  console.table(["PARTITION", "HEALTH", "WHY"], rows, cut=cut))  # fmt: skip
 
@@ -218,13 +219,13 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
     from rich.console import Group
     from rich.text import Text
 
-    top = Text(f"{trouble}; Ctrl-C to stop", style="bold red") if trouble else None
+    top = Text(f"{console.visible(trouble)}; Ctrl-C to stop", style="bold red") if trouble else None
     head: list[Any] = [top or Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
     rest: list[Any] = [
         Text(""),
         _members(members),
         Text(""),
-        Text(console.clauses(summary(view), console.out().width), style="italic"),
+        Text(console.clauses(console.visible(summary(view)), console.out().width), style="italic"),
         _table(view),
     ]
     if health is not None:
@@ -234,7 +235,8 @@ def _screen(view: GroupView, health: Health | None, members: list[Member], event
     rest.append(Text(""))
     room = console.out().height - _lines(Group(*head, *rest))  # the latest events that fit the screen
     shown = events[-room:] if room > 0 else []
-    lines = [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {e.text}", no_wrap=True, overflow="ellipsis") for e in shown]
+    lines = [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {console.visible(e.text)}", no_wrap=True, overflow="ellipsis")
+             for e in shown]  # fmt: skip
     return Group(*head, *(lines or ([] if events else [Text("no events yet")])), *rest)
 
 

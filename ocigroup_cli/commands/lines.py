@@ -25,8 +25,22 @@ def _encode(data: bytes | None, encoding: str) -> str | None:
     return data.decode("utf-8", errors="surrogateescape")
 
 
-def formatter(fmt: str, encoding: str, template: str | None) -> Callable[[Message], bytes]:
-    """Turn a message into one output line (bytes, newline included). Binary never corrupts JSON."""
+def formatter(fmt: str, encoding: str, template: str | None, shown: bool = False) -> Callable[[Message], bytes]:
+    """Turn a message into one output line (bytes, newline included). Binary never corrupts JSON. `shown`: for a
+    person's terminal, control characters in a value or template line are written escaped (`\\x1b`, `\\n`), and
+    bytes that are not UTF-8 as `\\xff`: a message cannot drive the terminal (JSON escapes them itself)."""
+    line = _formatter(fmt, encoding, template)
+    if not shown or fmt == "json":
+        return line
+
+    def escaped(m: Message) -> bytes:
+        text = line(m)[:-1].decode("utf-8", "backslashreplace")
+        return console.visible(text).encode("utf-8") + b"\n"
+
+    return escaped
+
+
+def _formatter(fmt: str, encoding: str, template: str | None) -> Callable[[Message], bytes]:
     if fmt == "value":
         if encoding == "utf8":
             return lambda m: m.value_bytes() + b"\n"

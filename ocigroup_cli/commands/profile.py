@@ -3,7 +3,6 @@ profile as an OCI config file for the oci CLI and SDK."""
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,6 +10,7 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.core import shellword
 from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -128,4 +128,4 @@ def _tell_target(profile: Profile, config: OciConfig, target: Target, file: str 
     words += ["--auth", config.auth] if config.auth else []
     words += ["--endpoint", target.endpoint or "MESSAGES_ENDPOINT", "streaming", "stream", "group", "get"]
     words += ["--stream-id", target.stream_id or "STREAM_OCID", "--group-name", profile.settings.group.name or "GROUP"]
-    console.notice("use:", command=" ".join(shlex.quote(w) for w in words))
+    console.notice("use:", command=" ".join(shellword.quote(w) for w in words))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,6 +10,7 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.core import shellword
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.core.timespec import Position, parse_duration_ms, parse_position
@@ -109,7 +109,7 @@ def reset(
     s = session(ctx, profile)
     if from_plan is not None:
         the_plan = _from_file(s, Path(from_plan), group, g.clock.time_ms())
-        again = f"ocigroup{g.repeated()} reset --from-plan {shlex.quote(from_plan)} --execute --yes"
+        again = f"ocigroup{g.repeated()} reset --from-plan {shellword.quote(from_plan)} --execute --yes"
     else:
         the_plan, again = _planned(s, profile, _target(to, by_duration, g.clock.time_ms(), allow_future), g)
     out = fmt(ctx, output)
@@ -153,7 +153,7 @@ def _planned(s: Session, profile: Profile, target: Position, g: Globals) -> tupl
     the_plan = _new_plan(s, profile, target, now)
     future = " --allow-future" if (target.time_ms or 0) > now else ""
     to = the_plan.target.describe()
-    return the_plan, f"ocigroup{g.repeated()} reset {shlex.quote(the_plan.group)} --to {to}{future} --execute --yes"
+    return the_plan, f"ocigroup{g.repeated()} reset {shellword.quote(the_plan.group)} --to {to}{future} --execute --yes"
 
 
 def _new_plan(s: Session, profile: Profile, target: Position, now_ms: int) -> Plan:
@@ -187,7 +187,7 @@ def _save(s: Session, the_plan: Plan, path: Path, now_ms: int, options: str) -> 
     except OSError as exc:
         raise UsageError(f"--save-plan {path}: {exc.strerror or exc}.", "give a path in a writable directory") from None
     console.notice(f"plan saved to {path}")
-    return f"ocigroup{options} reset --from-plan {shlex.quote(str(path))} --execute --yes"
+    return f"ocigroup{options} reset --from-plan {shellword.quote(str(path))} --execute --yes"
 
 
 def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool, again: str) -> bool:

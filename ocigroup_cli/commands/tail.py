@@ -21,7 +21,7 @@ from ocigroup_cli.commands.common import (
     session,
 )
 from ocigroup_cli.commands.lines import ENCODINGS, FORMATS, LineSink, formatter
-from ocigroup_cli.commands.tail_exec import Flags, exec_request, run_exec
+from ocigroup_cli.commands.tail_exec import Flags, exec_request, run_exec, value_lines
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import EARLIEST, Position, parse_position
 from ocigroup_cli.delivery import Delivery
@@ -46,6 +46,8 @@ def _check_format(format_: str, encoding: str, template: str | None) -> None:
         raise UsageError(f"--encoding must be one of {', '.join(ENCODINGS)}, not {encoding!r}.")
     if (format_ == "template") != (template is not None):
         raise UsageError("--template goes with --format template (and it needs one).")
+    if template is not None and not template.strip():
+        raise UsageError("--template is empty: every line would be.", "e.g. --template '{partition}:{offset} {value}'")
     if template is not None:
         try:
             template.format(partition=0, offset=0, timestamp="", key="", value="")
@@ -99,6 +101,14 @@ PartitionOption = Annotated[
 OffsetOption = Annotated[
     int | None,
     typer.Option("--offset", help="With --peek and --partition: from this offset, not the committed one.", min=0),
+]
+RawOption = Annotated[
+    bool,
+    typer.Option(
+        "--raw",
+        help="On a terminal, write values and template lines as their bytes are, control characters included "
+        "(else shown escaped). Piped or redirected output is always as it is.",
+    ),
 ]
 DataLossOption = Annotated[
     str | None,
@@ -194,6 +204,7 @@ def tail(
     exec_timeout: ExecTimeoutOption = None,
     grace: GraceOption = None,
     output: OutputOption = None,
+    raw: RawOption = False,
 ) -> None:
     """Consume GROUP as one instance: heartbeats, commits after output (or after --exec CMD), clean rebalances.
 
@@ -208,13 +219,13 @@ def tail(
     profile = _profile(ctx, group, instance, commit_on_get, on_data_loss)
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
-    line = formatter(format_, encoding, template)
+    line = formatter(format_, encoding, template, shown=not raw and asked is None and console.is_tty(sys.stdout))
     limits = {"batch_limit": batch_limit, "max_messages": max_messages, "until_end": until_end}
     if peek_:
         return _peek(s, profile, name, LineSink(Delivery.stdout(), line), max_messages, partition, offset)
     if asked is not None:
         plain = format_ == "value" and encoding == "utf8" and asked.batch is None  # the value's bytes, as they are
-        line_or_raw = None if plain else line
+        line_or_raw = None if plain else value_lines(line) if format_ == "value" else line
         return run_exec(ctx, s, profile, name, start, asked, line_or_raw, join_live, create, limits, output)
     _write(s, g, profile, name, start, LineSink(Delivery.stdout(), line), join_live, create, limits)
 

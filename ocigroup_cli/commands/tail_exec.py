@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -94,11 +96,11 @@ def _seconds(flag: str, text: str | None) -> float | None:
     if text is None:
         return None
     try:
-        seconds = parse_duration_ms(text) / 1000
+        seconds = 0.0 if text.strip() == "0" else parse_duration_ms(text) / 1000
     except ValueError as exc:
         raise UsageError(f"{flag}: {exc}.") from None
     if seconds <= 0 and flag != "--grace":
-        raise UsageError(f"{flag} must be longer than 0.")
+        raise UsageError(f"{flag} must be longer than 0 (leave it out for no time limit).")
     return seconds
 
 
@@ -115,15 +117,18 @@ def run_exec(
     options = ExecOptions(r.command, r.batch or 1, r.batch is not None, r.concurrency, r.retries, r.on_failure,
                           r.timeout_s, r.grace_s, line)  # fmt: skip
     names = {"OCIGROUP_STREAM": s.stream.name, "OCIGROUP_GROUP": name, "OCIGROUP_INSTANCE": profile.instance_name()}
+    gone = _reader_of_stdout()
     runner: list[Worker] = []
     with _dead_letter(s, r, name, g.clock) as dead:
 
         def make(s: Session, tail: TailOptions, clock: Clock, status: Callable[[TailStats], None] | None) -> Worker:
             from ocigroup_cli.ops.worker import Worker
 
-            crew = Crew(options, names, clock, notice, console.pass_err, dead)
+            crew = Crew(options, names, clock, notice, console.pass_err, dead, reader_gone=gone)
             manual = dataclasses.replace(tail, commit_on_get=False)  # reads run ahead of the work: commits follow it
-            return Worker(s.client, s.stream, manual, clock, crew, notice, status)
+            # no status line where the commands write to the same terminal: it cannot be cleared before their lines
+            shown = None if console.is_tty(sys.stdout) else status
+            return Worker(s.client, s.stream, manual, clock, crew, notice, shown)
 
         try:
             with instance_of(s, g, profile, name, start, make, join_live, create, limits, "processed") as worker:
@@ -134,6 +139,50 @@ def run_exec(
                 notice(f"tail stopped: {summary(runner[0].work, runner[0].stats)}")
             raise
     _report(runner[0], work, output or g.output, names)
+
+
+def _reader_of_stdout() -> Callable[[], bool]:
+    """Whether the reader of stdout (the commands' stdout too) went away, as `tail` itself watches it: a command
+    would die of SIGPIPE, and its message must not be failed for that. A closed stdout is refused: the first file a
+    command opens would become its stdout."""
+    from ocigroup_cli.delivery import Delivery
+    from ocigroup_cli.errors import OutputFailed, ReaderGone
+
+    try:
+        out = Delivery.stdout()
+    except OutputFailed:
+        raise UsageError(
+            "stdout is closed: the commands would have none.", "redirect it (>/dev/null, >>FILE)"
+        ) from None
+
+    def gone() -> bool:
+        try:
+            out.check()
+        except ReaderGone:
+            return True
+        return False
+
+    return gone
+
+
+def value_lines(line: Callable[[Message], bytes]) -> Callable[[Message], bytes]:
+    """`--exec-batch` with `-f value`: one value a line, which a value holding a newline breaks. Said once, loudly
+    (the command sees more lines than OCIGROUP_COUNT): -f json keeps every message on a line of its own."""
+    from ocigroup_cli.ops.crew import where
+
+    said = threading.Event()
+
+    def checked(m: Message) -> bytes:
+        out = line(m)
+        if b"\n" in out[:-1] and not said.is_set():
+            said.set()
+            console.warn(
+                f"{where((m,))}: its value holds a newline, so with --exec-batch and -f value the command cannot "
+                "tell its lines from messages (OCIGROUP_COUNT still counts messages); use -f json"
+            )
+        return out
+
+    return checked
 
 
 def notice(message: str) -> None:
@@ -162,7 +211,7 @@ def _stream(s: Session, ref: str) -> Any:
     from ocigroup_cli.ops import target
 
     try:
-        found = target.find_stream(s.client, s.profile, ref)
+        found = target.find_stream(s.client, s.profile, ref, s.options)
     except target.StreamNotFound as exc:
         raise UsageError(f"--dead-letter-stream: {exc.message}", exc.hint) from None
     if found.id == s.stream.id:
@@ -190,16 +239,18 @@ def summary(work: WorkStats, stats: TailStats) -> str:
 def _report(worker: Worker, work: WorkStats, output: str | None, names: dict[str, str]) -> None:
     """The summary (and the document with an explicit -o json/yaml), then the exit the stop calls for."""
     said = summary(work, worker.stats)
+    if work.stopped not in ("interrupted", "reader-gone"):  # said first: stdout may fail next (a full disk)
+        notice(f"tail stopped: {said}")
     if output in ("json", "yaml"):
         who = {"stream": names["OCIGROUP_STREAM"], "group": names["OCIGROUP_GROUP"],
                "instance": names["OCIGROUP_INSTANCE"]}  # fmt: skip
         console.emit({**who, **work.as_json(), "rebalances": worker.stats.rebalances}, output)
     if worker.failure is not None:
-        notice(f"tail stopped: {said}")
         raise _failure(worker.failure)
     if work.stopped == "interrupted":
-        raise Interrupted(f"interrupted: {said}.")
-    notice(f"tail stopped: {said}")
+        raise Interrupted(f"ocigroup: interrupted: {said}.")
+    if work.stopped == "reader-gone":
+        raise Interrupted(f"ocigroup: stopped, the reader of stdout went away (the commands' output too): {said}.")
 
 
 def _failure(v: Verdict) -> OcigroupError:
@@ -216,7 +267,7 @@ def _failure(v: Verdict) -> OcigroupError:
         return v.error
     if v.kind == "not-runnable" and v.outcome.status is not None:
         return UsageError(
-            f"the command was {NOT_RUNNABLE[v.outcome.status]} (sh exited {v.outcome.status}) for {where(v.work)}; "
+            f"the command was {NOT_RUNNABLE[v.outcome.status][0]} (sh exited {v.outcome.status}) for {where(v.work)}; "
             f"{nothing}.",
             "check --exec: it runs through /bin/sh -c, with tail's PATH",
         )

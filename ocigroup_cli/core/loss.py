@@ -18,10 +18,10 @@ after that time. Pure: it is given what the service answered.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from ocigroup_cli.core import shellword
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.core.timespec import LATEST, Position
 
@@ -171,7 +171,7 @@ def resume_command(group: str, target: Position, options: str = "") -> str:
     question, which a script cannot answer). With --force: the group's instances are stuck on the loss too (or
     just stopped on it, their reservations not yet run out), and the move is what they need."""
     to = "latest" if target.kind == "LATEST" else ms_to_rfc3339(target.time_ms or 0)
-    return f"ocigroup{options} reset {shlex.quote(group)} --to {to} --execute --force --yes"
+    return f"ocigroup{options} reset {shellword.quote(group)} --to {to} --execute --force --yes"
 
 
 __all__ = ["Loss", "loss", "parse_rfc3339_ms", "possible_loss", "refused_after", "resume_at", "resume_command"]

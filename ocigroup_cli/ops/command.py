@@ -7,14 +7,14 @@ its own, with a time limit that ends the whole group.
   `tail` alone, which then lets running commands finish within its grace, and ending a command (its time limit,
   the grace run out) signals the whole group: SIGTERM, then SIGKILL after KILL_AFTER_S for whatever is left.
   The group is signalled only while its leader is unreaped, so its id cannot have passed to a stranger.
-- The input is written as the command reads it; a command that exits without reading all of it is not an error.
+- The input is whole before the command starts (a file in memory as its stdin): a command never reads a message
+  cut short, even when tail is killed while it starts; one that does not read it all is not an error.
 - Exit is watched through a pidfd (select on it beside the pipes), so no thread waits per command.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import select
 import signal
@@ -30,7 +30,8 @@ SHELL = "/bin/sh"
 KILL_AFTER_S = 5.0  # between the SIGTERM that ends a command's group and the SIGKILL for what is left
 TAIL_LINES = 5  # stderr lines kept for a failure's report
 LINE_CHARS = 300  # each cut to this many characters
-NOT_RUNNABLE = {127: "not found", 126: "not executable"}  # sh's own statuses: the command itself is wrong
+# sh's own statuses when it cannot run the command, and what it says then
+NOT_RUNNABLE = {127: ("not found", "not found"), 126: ("not executable", "ermission denied")}
 _CHUNK = 65536
 POLL_S = 0.01  # how often exit is looked for where the kernel has no pidfd
 
@@ -38,30 +39,40 @@ POLL_S = 0.01  # how often exit is looked for where the kernel has no pidfd
 class Outcome(NamedTuple):
     status: int | None  # the exit status; None when the command died by a signal
     signal: int | None
-    timed_out: bool  # ended by tail: its time limit, or tail stopping
+    ended_by: str | None  # why tail ended it: "its time limit (--exec-timeout 30s)", "tail stopping"; None: it ended
     stderr: list[str]  # its last lines on stderr
     seconds: float
 
     @property
     def ok(self) -> bool:
-        return self.status == 0 and not self.timed_out
+        return self.status == 0 and self.ended_by is None
+
+    @property
+    def timed_out(self) -> bool:
+        return self.ended_by is not None
+
+    @property
+    def not_runnable(self) -> bool:
+        """sh could not run it: not found (127) or not executable (126), as sh itself says on stderr (a command's
+        own `exit 127` is a failure like any other)."""
+        said = NOT_RUNNABLE.get(self.status or 0)
+        return said is not None and self.ended_by is None and any(said[1] in line for line in self.stderr)
 
     def describe(self) -> str:
-        """'exit 3', 'killed by SIGKILL', 'ended after its time limit (SIGTERM)'."""
-        if self.signal is not None:
-            how = (
-                f"killed by {signal.Signals(self.signal).name}" if self.signal in _SIGNALS else f"signal {self.signal}"
-            )
-        else:
-            how = f"exit {self.status}"
-        return f"{how}, ended by tail" if self.timed_out else how
+        """'exit 3', 'killed by SIGKILL', 'killed by SIGTERM, ended by tail: its time limit (--exec-timeout 5s)'."""
+        how = f"exit {self.status}" if self.signal is None else f"killed by {signal_name(self.signal)}"
+        return f"{how}, ended by tail: {self.ended_by}" if self.ended_by else how
 
     def as_json(self) -> dict[str, object]:
-        signame = signal.Signals(self.signal).name if self.signal in _SIGNALS else self.signal
-        return {"exit": self.status, "signal": signame, "ended_by_tail": self.timed_out}
+        sig = None if self.signal is None else signal_name(self.signal)
+        return {"exit": self.status, "signal": sig, "ended_by_tail": self.ended_by}
 
 
-_SIGNALS = {s.value for s in signal.Signals}
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def run(
@@ -73,35 +84,36 @@ def run(
     end_now: threading.Event,
     stderr_out: Callable[[bytes], None],
 ) -> Outcome:
-    """Run `command` to its end (or until `timeout_s`, or until `end_now` is set: then its group is ended)."""
+    """Run `command` to its end (or until `timeout_s`, or until `end_now` is set: then its group is ended). Whatever
+    it left running in its process group is ended when it ends (SIGTERM, SIGKILL KILL_AFTER_S later)."""
     started = clock.monotonic()
     child = _Child(command, stdin, env)
     try:
         limit = None if timeout_s is None else started + timeout_s
-        ended_at: float | None = None
+        ended_by, ended_at = None, 0.0
         while not child.exited():
             now = clock.monotonic()
-            if ended_at is None and (end_now.is_set() or (limit is not None and now >= limit)):
+            if ended_by is None and (end_now.is_set() or (limit is not None and now >= limit)):
+                ended_by = "tail stopping" if end_now.is_set() else f"its time limit (--exec-timeout {timeout_s:g}s)"
                 ended_at = now
                 child.signal_group(signal.SIGTERM)
-            if ended_at is not None and now - ended_at >= KILL_AFTER_S:
+            if ended_by is not None and now - ended_at >= KILL_AFTER_S:
                 child.signal_group(signal.SIGKILL)
-            wake = [t for t in (limit, None if ended_at is None else ended_at + KILL_AFTER_S) if t is not None]
-            child.pump(min([0.25, *(max(0.0, t - now) for t in wake)]), stderr_out)
-        if ended_at is not None:
-            child.finish_group(clock, ended_at + KILL_AFTER_S)
+            due = ended_at + KILL_AFTER_S if ended_by is not None else limit
+            child.pump(0.25 if due is None else min(0.25, max(0.01, due - now)), stderr_out)
         status = child.reap(stderr_out)
+        child.end_leftovers(clock, (ended_at if ended_by else clock.monotonic()) + KILL_AFTER_S)
     finally:
         child.close()
     code, sig = (None, -status) if status < 0 else (status, None)
-    return Outcome(code, sig, ended_at is not None, child.tail_lines(), clock.monotonic() - started)
+    return Outcome(code, sig, ended_by, child.tail_lines(), clock.monotonic() - started)
 
 
 class _Child:
     """The spawned shell: its pipes, its pidfd, and what it wrote to stderr."""
 
     def __init__(self, command: str, stdin: bytes, env: Mapping[str, str]) -> None:
-        in_r, self.in_w = os.pipe()
+        source = _whole(stdin)
         self.err_r, err_w = os.pipe()
         try:
             self.pid = os.posix_spawn(
@@ -109,24 +121,20 @@ class _Child:
                 [SHELL, "-c", command],
                 dict(env),
                 file_actions=[
-                    (os.POSIX_SPAWN_DUP2, in_r, 0),
+                    (os.POSIX_SPAWN_DUP2, source, 0),
                     (os.POSIX_SPAWN_DUP2, err_w, 2),
                 ],
                 setpgroup=0,
                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM),
             )
         finally:
-            os.close(in_r)
+            os.close(source)
             os.close(err_w)
         try:
             self.pidfd = os.pidfd_open(self.pid)
         except (AttributeError, OSError):  # a kernel before 5.3: exit is polled
             self.pidfd = -1
-        self.input = memoryview(stdin)
-        os.set_blocking(self.in_w, False)
         os.set_blocking(self.err_r, False)
-        if not self.input:
-            self._close_input()
         self.partial = b""
         self.lines: deque[str] = deque(maxlen=TAIL_LINES)
         self.reaped = False
@@ -137,34 +145,13 @@ class _Child:
         return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
     def pump(self, seconds: float, out: Callable[[bytes], None]) -> None:
-        """Write input and pass stderr on for up to `seconds`, or until the shell exits."""
-        writing = [self.in_w] if self.in_w >= 0 else []
+        """Pass stderr on for up to `seconds`, or until the shell exits."""
         reading = [fd for fd in (self.pidfd, self.err_r) if fd >= 0]
         if self.pidfd < 0:
             seconds = min(seconds, POLL_S)
-        readable, writable, _ = select.select(reading, writing, [], seconds)
-        if writable:
-            self._write_input()
+        readable, _, _ = select.select(reading, [], [], seconds)
         if self.err_r in readable:
             self._read_errors(out)
-
-    def _write_input(self) -> None:
-        try:
-            n = os.write(self.in_w, self.input[:_CHUNK])
-        except BlockingIOError:
-            return
-        except OSError as exc:  # the command closed its stdin (EPIPE): what it did not read, it did not want
-            if exc.errno != errno.EPIPE:
-                raise
-            n = len(self.input)
-        self.input = self.input[n:]
-        if not self.input:
-            self._close_input()
-
-    def _close_input(self) -> None:
-        if self.in_w >= 0:
-            os.close(self.in_w)
-            self.in_w = -1
 
     def _read_errors(self, out: Callable[[bytes], None], until_empty: bool = False) -> None:
         while self.err_r >= 0:
@@ -192,19 +179,26 @@ class _Child:
             return
         out(data[:cut] if data[cut - 1 : cut] == b"\n" else data[:cut] + b"\n")
         for line in data[:cut].rstrip(b"\n").split(b"\n")[-TAIL_LINES:]:
-            self.lines.append(line.decode("utf-8", "backslashreplace")[:LINE_CHARS])
+            text = line.decode("utf-8", "backslashreplace")
+            self.lines.append(text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…")
 
     def signal_group(self, signum: int) -> None:
         if not self.reaped:  # the leader unreaped: the group id is still ours
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signum)
 
-    def finish_group(self, clock: Clock, kill_at: float) -> None:
-        """After ending the command: wait for the rest of its group to go, SIGKILL what is left at `kill_at`."""
-        while _members(self.pid) and clock.monotonic() < kill_at:
+    def end_leftovers(self, clock: Clock, kill_at: float) -> None:
+        """Once the shell is reaped: what it left running in its group (a background child) gets SIGTERM, then
+        SIGKILL at `kill_at`. A group id stays taken while any process is in the group, so one that still answers
+        is this group (an empty one answers ESRCH at once: the usual case costs one call)."""
+        try:
+            os.killpg(self.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            return
+        while _members(self.pid) and clock.monotonic() < kill_at:  # zombies not counted: their parent reaps them
             clock.sleep(0.05)
-        if _members(self.pid):
-            self.signal_group(signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
 
     def reap(self, out: Callable[[bytes], None]) -> int:
         """The shell's status (negative: the signal that ended it), once what it left on stderr was passed on."""
@@ -222,11 +216,27 @@ class _Child:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
             self.reaped = True
-        self._close_input()
         for fd in (self.err_r, self.pidfd):
             if fd >= 0:
                 os.close(fd)
         self.err_r = self.pidfd = -1
+
+
+def _whole(data: bytes) -> int:
+    """A descriptor to read `data` from, whole before the command starts: a file in memory (memfd; an unlinked
+    temporary file where there is none). Through a pipe, a command whose tail dies (kill -9) while it starts would
+    read a value cut short, and act on it as if it were whole."""
+    try:
+        fd = os.memfd_create("ocigroup-input", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        import tempfile
+
+        fd = os.dup(tempfile.TemporaryFile().fileno())  # noqa: SIM115 (the duplicate outlives it, as intended)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _members(pgid: int) -> bool:

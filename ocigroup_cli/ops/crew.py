@@ -20,7 +20,7 @@ from ocigroup_cli.core.models import Message
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import OcigroupError
 from ocigroup_cli.ops import command
-from ocigroup_cli.ops.command import NOT_RUNNABLE, Outcome
+from ocigroup_cli.ops.command import Outcome
 from ocigroup_cli.ops.deadletter import DeadLetter
 
 RETRY_BASE_S = 1.0  # the first retry after about a second, then 2, 4 ... (half of it jitter)
@@ -29,6 +29,7 @@ ON_FAILURE = ("stop", "dead-letter", "skip")
 # what a command's environment says of its message(s): set per run, never inherited from tail's own environment
 PER_RUN = ("PARTITION", "OFFSET", "TIMESTAMP", "KEY", "ATTEMPT", "FIRST_OFFSET", "LAST_OFFSET", "COUNT")
 Work = tuple[Message, ...]
+NOT_RUN = Outcome(None, None, "tail stopping", [], 0.0)  # a piece given back before its command ran
 
 
 class ExecOptions(NamedTuple):
@@ -45,7 +46,7 @@ class ExecOptions(NamedTuple):
 
 class Verdict(NamedTuple):
     work: Work
-    kind: str  # done | skipped | dead-lettered | failed | not-runnable | ended (by tail stopping: not done)
+    kind: str  # done | skipped | dead-lettered | failed | not-runnable | ended (by tail stopping) | reader-gone
     outcome: Outcome
     attempts: int
     error: OcigroupError | None = None  # the dead-letter destination failed
@@ -69,8 +70,10 @@ class Crew:
         stderr_out: Callable[[bytes], None],
         dead_letter: DeadLetter | None = None,
         rng: random.Random | None = None,
+        reader_gone: Callable[[], bool] = lambda: False,
     ) -> None:
         self.opts, self.clock, self.notice, self.stderr_out = options, clock, notice, stderr_out
+        self.reader_gone = reader_gone  # whether the reader of the commands' stdout (tail's own) went away
         self.dead_letter, self.rng = dead_letter, rng or random.Random()
         dropped = {f"OCIGROUP_{name}" for name in PER_RUN}
         self.env = {k: v for k, v in os.environ.items() if k not in dropped} | dict(names)
@@ -97,14 +100,18 @@ class Crew:
         data = self._input(work)
         attempt = 0
         while True:
+            if self.reader_gone():  # `tail --exec … | head`: a command would write into a closed pipe
+                return Verdict(work, "reader-gone", NOT_RUN, attempt)
             attempt += 1
             outcome = command.run(o.command, data, self._env(work, attempt), self.clock, o.timeout_s, self.end_now,
                                   self.stderr_out)  # fmt: skip
             if outcome.ok:
                 return Verdict(work, "done", outcome, attempt)
-            if self.end_now.is_set() and outcome.timed_out:
+            if outcome.ended_by == "tail stopping":
                 return Verdict(work, "ended", outcome, attempt)
-            if outcome.status in NOT_RUNNABLE and not outcome.timed_out:
+            if self.reader_gone():  # it failed because its stdout went away (SIGPIPE, EPIPE): not its message's fault
+                return Verdict(work, "reader-gone", outcome, attempt)
+            if outcome.not_runnable:
                 return Verdict(work, "not-runnable", outcome, attempt)
             if attempt > o.retries or self.stopping.is_set():
                 break

@@ -41,24 +41,46 @@ class FileDeadLetter:
     def __init__(self, path: str, stream: str, group: str, now_ms: Callable[[], int]) -> None:
         self.path, self.stream, self.group, self.now_ms = Path(path), stream, group, now_ms
         self.lock = threading.Lock()
-        if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
+        if not path:
+            raise UsageError("--dead-letter needs a file name.")
+        if self.path.is_symlink():
+            raise UsageError(f"--dead-letter {path}: a symbolic link.", "name the file itself (it is appended to)")
+        if self.path.exists() and not self.path.is_file():
             raise UsageError(f"--dead-letter {path}: not a regular file.", "name a file (it is appended to)")
-        new = not self.path.exists()
         try:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-            if new:
-                _sync_directory(self.path.parent)
+            self.fd = self._open()
         except OSError as exc:
             raise UsageError(
                 f"--dead-letter {path}: cannot be written ({exc.strerror or exc}).",
                 "name a file in a directory you can write",
             ) from None
 
+    def _open(self) -> int:
+        """The file, appended to; made readable by its owner only, its directory entry fsynced."""
+        new = not self.path.exists()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        if new:
+            _sync_directory(self.path.parent)
+        return fd
+
+    def _still_there(self) -> None:
+        """A file removed or rotated away since (logrotate, a person): what is written goes to the path again, not
+        to a file no one can find."""
+        try:
+            here, held = os.stat(self.path), os.fstat(self.fd)
+            if (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino):
+                return
+        except FileNotFoundError:
+            pass
+        os.close(self.fd)
+        self.fd = self._open()
+
     def give_up(self, work: tuple[Message, ...], outcome: Outcome, attempts: int) -> None:
         lines = b"".join(self._line(m, outcome, attempts) for m in work)
         with self.lock:
             view = memoryview(lines)
             try:
+                self._still_there()
                 while view:
                     view = view[os.write(self.fd, view) :]
                 os.fsync(self.fd)

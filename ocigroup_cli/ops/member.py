@@ -143,8 +143,8 @@ class Member:
         """A commit was refused: a partition this instance read from changed hands (its reservation ran out)."""
         self.stats.rebalances += 1
         self.notice(
-            "a partition moved to another instance before its last batch was committed (this instance's "
-            "reservation ran out): joining again; the new owner reads that batch again"
+            "a partition moved to another instance before its last batch was committed (another instance joined, "
+            "or this one's reservation ran out): joining again; the new owner reads that batch again"
         )
         self._join(patient=True)
 

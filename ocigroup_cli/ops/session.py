@@ -32,7 +32,7 @@ class Session:
     def stream(self) -> StreamInfo:
         """The profile's stream (looked up on first use; the local profile creates its own)."""
         if self._stream is None:
-            self._stream, self._cached = target.locate(self.client, self.profile)
+            self._stream, self._cached = target.locate(self.client, self.profile, self.options)
         return self._stream
 
     def stream_missing(self, stale: StreamInfo, error: OcigroupError) -> StreamInfo | None:

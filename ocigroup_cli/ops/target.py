@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import LOCAL_SOURCE, Profile
+from ocigroup_cli.core import shellword
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import ConfigError, NotFound, OcigroupError, TransientError
 from ocigroup_cli.paths import read_json_object, replace_file, state_dir
@@ -69,7 +70,7 @@ def resolve_stream(client: StreamingClient, profile: Profile) -> StreamInfo:
     return locate(client, profile)[0]
 
 
-def locate(client: StreamingClient, profile: Profile) -> tuple[StreamInfo, bool]:
+def locate(client: StreamingClient, profile: Profile, options: str = "") -> tuple[StreamInfo, bool]:
     """The profile's stream, and whether it came from the cache (not asked of the service in this command)."""
     key = _cache_key(client, profile)
     cached = _load().get(key)
@@ -78,7 +79,7 @@ def locate(client: StreamingClient, profile: Profile) -> tuple[StreamInfo, bool]
             return StreamInfo(**cached), True  # type: ignore[arg-type]
         except TypeError:
             pass  # written by another version: look it up again
-    stream = _lookup(client, profile)
+    stream = _lookup(client, profile, options)
     if stream.state in ("CREATING", "UPDATING"):
         raise TransientError(
             f"stream {stream.name!r} is still being created ({stream.state}): it takes requests once ACTIVE.",
@@ -91,7 +92,7 @@ def locate(client: StreamingClient, profile: Profile) -> tuple[StreamInfo, bool]
     return stream, False
 
 
-def find_stream(client: StreamingClient, profile: Profile, ref: str) -> StreamInfo:
+def find_stream(client: StreamingClient, profile: Profile, ref: str, options: str = "") -> StreamInfo:
     """Another stream than the profile's, by OCID or by name in the profile's compartment (ACTIVE)."""
     if ref.startswith("ocid1."):
         try:
@@ -103,13 +104,13 @@ def find_stream(client: StreamingClient, profile: Profile, ref: str) -> StreamIn
         if not compartment:
             raise ConfigError(f"profile {profile.name!r} names no compartment to find {ref!r} in.",
                               "give the stream's OCID, or set stream.compartment")  # fmt: skip
-        found = _by_name(client, ref, compartment)
+        found = _by_name(client, ref, compartment, options)
     if found.state != "ACTIVE":
         raise StreamNotFound(f"stream {found.name!r} is {found.state}, not ACTIVE.", "wait until it is ACTIVE")
     return found
 
 
-def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
+def _lookup(client: StreamingClient, profile: Profile, options: str) -> StreamInfo:
     stream_id = profile.settings.stream.id
     if stream_id:
         return client.get_stream(stream_id)
@@ -121,12 +122,12 @@ def _lookup(client: StreamingClient, profile: Profile) -> StreamInfo:
             "set stream.id, or stream.name with stream.compartment (or pass --stream)",
         )
     if not profile.local:
-        return _by_name(client, name, compartment)
+        return _by_name(client, name, compartment, options)
     from ocigroup_cli.ops import local  # the local profile's first use only
 
     with local.first_use():  # two first commands must not both create the stream
         try:
-            return _by_name(client, name, compartment)
+            return _by_name(client, name, compartment, options)
         except StreamNotFound:
             if profile.sources["stream.name"] != LOCAL_SOURCE:  # a name typed: a typo must not become a stream
                 raise
@@ -157,7 +158,7 @@ class StreamNotFound(OcigroupError):
     pass
 
 
-def _by_name(client: StreamingClient, name: str, compartment: str) -> StreamInfo:
+def _by_name(client: StreamingClient, name: str, compartment: str, options: str = "") -> StreamInfo:
     found = [s for s in client.list_streams(compartment, name) if s.state in ("ACTIVE", "CREATING", "UPDATING")]
     if len(found) > 1:
         raise OcigroupError(f"{len(found)} streams are named {name!r} in {compartment}.", "use stream.id instead")
@@ -169,6 +170,7 @@ def _by_name(client: StreamingClient, name: str, compartment: str) -> StreamInfo
         )
         raise StreamNotFound(
             f"no active stream named {name!r} in compartment {compartment}.",
-            f"{known}create it with: ocigroup streams create {name} (ocigroup streams list shows them all)",
+            f"{known}create it with: ocigroup{options} streams create {shellword.quote(name)} "
+            f"(ocigroup{options} streams list shows them all)",
         )
     return client.get_stream(found[0].id)  # ListStreams' summaries leave out the retention

@@ -54,7 +54,7 @@ class WorkStats:
     skipped: int = 0
     ended: int = 0  # messages whose command tail ended while stopping: not done, run again later
     committed: dict[int, int] = field(default_factory=dict)  # partition -> the highest offset this instance committed
-    stopped: str = "running"  # why it stopped: end, max-messages, interrupted, failed
+    stopped: str = "running"  # why it stopped: end, max-messages, interrupted, failed, reader-gone
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -96,6 +96,7 @@ class Worker(Member):
         self.reading = True  # False once -e or -n has read all it will
         self.next_read = 0.0
         self.signals = 0
+        self.reader_gone = False  # the reader of stdout went away: stop as tail does (exit 130)
         self._interruptible = False
         self._told: set[tuple[int, int]] = set()  # pieces said to have moved away while they ran
 
@@ -119,8 +120,8 @@ class Worker(Member):
     def _loop(self, start_ms: int) -> None:
         caught_up: set[int] = set()
         while True:
-            if self.failure is not None or self.signals:
-                self.work.stopped = "failed" if self.failure is not None else "interrupted"
+            if self.failure is not None or self.signals or self.reader_gone:
+                self.work.stopped = "failed" if self.failure else "reader-gone" if self.reader_gone else "interrupted"
                 return
             if self._gave_up and not self._stalled():  # the long piece ended: take partitions again
                 self._gave_up = False
@@ -195,7 +196,7 @@ class Worker(Member):
     def _take(self) -> Work | None:
         """The next piece for a crew thread: waits while there is none; None once the instance stops."""
         with self.changed:
-            while not self.crew.stopping.is_set() and self.failure is None:
+            while not self.crew.stopping.is_set() and self.failure is None and not self.reader_gone:
                 work = self.lanes.take(self.crew.opts.piece)
                 if work:
                     self.started[work[0].partition] = self.clock.monotonic()
@@ -218,8 +219,9 @@ class Worker(Member):
                 pace = v.outcome.seconds / n
                 self.per_message_s = pace if self.per_message_s is None else (
                     PACE_WEIGHT * pace + (1 - PACE_WEIGHT) * self.per_message_s)  # fmt: skip
-            elif v.kind == "ended":
+            elif v.kind in ("ended", "reader-gone"):
                 w.ended += n
+                self.reader_gone = self.reader_gone or v.kind == "reader-gone"
             else:
                 w.failed += n
                 w.skipped += n if v.kind == "skipped" else 0
@@ -228,7 +230,7 @@ class Worker(Member):
                 self.lanes.finish(v.work)
             else:
                 self.lanes.abandon(v.work)
-                if v.kind != "ended" and self.failure is None:
+                if v.kind not in ("ended", "reader-gone") and self.failure is None:
                     self.failure = v
             self.changed.notify_all()
 
@@ -339,8 +341,8 @@ class Worker(Member):
             self.changed.notify_all()
             running = len(self.lanes.running)
         if running and self.work.stopped == "interrupted":
-            self.notice(f"stopping: waiting up to {crew.opts.grace_s:g}s for {running} running command(s) to "
-                        "finish (a second Ctrl-C ends them now)")  # fmt: skip
+            self.notice(f"stopping: waiting up to {crew.opts.grace_s:g}s for {running} command(s) in hand (running, "
+                        "or waiting to retry) to finish; a second Ctrl-C or SIGTERM ends them now")  # fmt: skip
         while running:
             if not crew.end_now.is_set() and (self.signals > 1 or self.clock.monotonic() >= grace_until):
                 self.notice(f"ending {running} running command(s) (their process groups)")

@@ -244,3 +244,76 @@ def test_until_end_gives_its_summary_as_one_json_object_with_o_json(api_key, tmp
         assert doc["processed"] == 10 and doc["failed"] == 0 and doc["stopped"] == "end"
         assert doc["group"] == GROUP and doc["stream"] == "orders"
         assert doc["committed"] == {str(p): offs[-1] for p, offs in offsets.items() if offs}
+
+
+def test_when_the_reader_of_stdout_goes_away_tail_stops_and_fails_nothing(api_key, tmp_path):
+    """`tail --exec CMD | head -1`: the commands write to the same closed pipe. tail stops as tail does (exit 130),
+    instead of failing (and with skip, committing past) every message whose command died of SIGPIPE."""
+    import subprocess
+
+    from tests.helpers import cli as proc
+
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish([f"m{i}" for i in range(30)])
+        tail = subprocess.Popen([proc.exe(), *w.args("--exec", f"cat; echo; {RECORD}", "--retries", "0",
+                                 "--on-failure", "skip", "-e")], env=w.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)  # fmt: skip
+        first = tail.stdout.readline()
+        tail.stdout.close()  # `| head -1`
+        _, err = tail.communicate(timeout=60)
+        text = err.decode()
+        assert first and tail.returncode == 130, text
+        assert "stopped, the reader of stdout went away" in text and "skipped after" not in text, text
+        w.assert_committed_were_processed()
+        assert all(c is None or c < 29 for c in w.committed().values())
+
+
+def test_a_closed_stdout_is_refused_before_joining(api_key, tmp_path):
+    import subprocess
+
+    from tests.helpers import cli as proc
+
+    with world(api_key, tmp_path) as w:
+        w.publish(["a"])
+        r = subprocess.run([proc.exe(), *w.args("--exec", "true", "-e")], env=w.env, capture_output=False,
+                           stdout=None, stderr=subprocess.PIPE, pass_fds=(), close_fds=True,
+                           preexec_fn=lambda: os.close(1))  # fmt: skip
+        assert r.returncode == 2 and b"stdout is closed: the commands would have none." in r.stderr, r.stderr
+        assert w.sdk.group_missing(w.sid, GROUP)
+
+
+def test_a_dead_letter_file_removed_while_tail_runs_is_made_again(api_key, tmp_path):
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish(["bad-1", "bad-2"])
+        dead = tmp_path / "dead.jsonl"
+        command = f'[ "$(cat)" = bad-1 ] && rm -f {dead}; exit 1'  # the first failure removes the file (a logrotate)
+        r = w.run("--exec", command, "--retries", "0", "--dead-letter", str(dead), "-e")
+        assert r.returncode == 0, r.stderr.decode()
+        values = [base64.b64decode(json.loads(line)["value"]) for line in dead.read_text().splitlines()]
+        assert values == [b"bad-1", b"bad-2"]
+
+
+def test_a_command_that_exits_127_itself_is_a_failure_like_any_other(api_key, tmp_path):
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish(["a"])
+        r = w.run("--exec", "cat >/dev/null; exit 127", "--retries", "0", "--on-failure", "skip", "-e")
+        assert r.returncode == 0 and b"skipped after 1 attempt(s) (exit 127)" in r.stderr, r.stderr
+
+
+def test_what_a_finished_command_left_running_in_the_background_is_ended(api_key, tmp_path):
+    from tests.helpers.worker import marked_processes, wait_for
+
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish(["a", "b"])
+        marker = "3600.0431"
+        r = w.run("--exec", f"sleep {marker} & exit 0", "-e")
+        assert r.returncode == 0, r.stderr.decode()
+        assert wait_for(lambda: not marked_processes(marker), 5), marked_processes(marker)
+
+
+def test_batches_of_values_with_newlines_are_said_to_be_ambiguous(api_key, tmp_path):
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish(["one\ntwo", "three"])
+        r = w.run("--exec", "cat >/dev/null", "--exec-batch", "10", "-e")
+        assert r.returncode == 0
+        assert r.stderr.decode().count("its value holds a newline") == 1, r.stderr.decode()

@@ -39,7 +39,7 @@ def test_sigterm_lets_the_running_command_finish_commits_it_and_exits_130(api_ke
         tail.send_signal(signal.SIGTERM)
         assert tail.wait(timeout=20) == 130
         text = w.err()
-        assert "stopping: waiting up to 30s for 1 running command(s) to finish" in text, text
+        assert "stopping: waiting up to 30s for 1 command(s) in hand (running, or waiting to retry)" in text, text
         assert "interrupted: " in text and "Traceback" not in text
         assert (0, running) in w.processed()  # it was let finish
         assert _starts(w)[-1] == running  # and nothing new started
@@ -85,7 +85,7 @@ def test_ctrl_c_on_a_terminal_reaches_tail_alone_and_the_command_finishes(api_ke
         screen = proc.on_pty(w.args("--exec", _started(w) + f"sleep 1.5; {RECORD}"), w.env, timeout=40,
                              ctrl_c_when=lambda raw: bool(_starts(w)))  # fmt: skip
         assert screen.code == 130, screen.text
-        assert "waiting up to 30s for 1 running command(s)" in screen.text
+        assert "waiting up to 30s for 1 command(s) in hand" in screen.text
         first = _starts(w)[0]
         assert (0, first) in w.processed()  # the command was not interrupted by the terminal's Ctrl-C
         assert w.assert_committed_were_processed()[0] == first
@@ -125,6 +125,20 @@ def test_tail_killed_with_9_while_commands_run_commits_only_what_was_processed(a
         assert w.assert_committed_were_processed() == {p: offs[-1] for p, offs in w.offsets().items()}
 
 
+def test_a_command_left_running_by_a_killed_tail_still_reads_its_whole_value(api_key, tmp_path):
+    """Its stdin is whole before it starts: tail killed with -9 while the command waits cannot cut it short."""
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.sdk.put(w.sid, [(b"k", b"v" * 200_000)])
+        sizes = tmp_path / "sizes"
+        tail = w.start("--exec", _started(w) + f"sleep 1.5; wc -c >> {sizes}")
+        assert wait_for(lambda: _starts(w), 20, step=0.02), w.err()
+        tail.kill()
+        tail.wait()
+        assert wait_for(lambda: sizes.exists() and sizes.read_text().strip(), 10)
+        assert sizes.read_text().split() == ["200000"]
+        assert w.committed()[0] is None  # and nothing was committed
+
+
 def test_a_hung_command_past_exec_timeout_is_ended_with_everything_it_started(api_key, tmp_path):
     with world(api_key, tmp_path, partitions=1) as w:
         w.publish(["ok1", "hang", "ok2"])
@@ -133,8 +147,13 @@ def test_a_hung_command_past_exec_timeout_is_ended_with_everything_it_started(ap
         r = w.run("--exec", command, "--exec-timeout", "1s", "--retries", "1", "--on-failure", "skip", "-e")
         text = r.stderr.decode()
         assert r.returncode == 0, text
-        assert "the command failed (killed by SIGTERM, ended by tail); attempt 2 of 2" in text
-        assert "skipped after 2 attempt(s) (killed by SIGTERM, ended by tail)" in text
+        assert (
+            "the command failed (killed by SIGTERM, ended by tail: its time limit (--exec-timeout 1s)); attempt 2 of 2"
+            in text
+        )
+        assert (
+            "skipped after 2 attempt(s) (killed by SIGTERM, ended by tail: its time limit (--exec-timeout 1s))" in text
+        )
         assert not marked_processes(marker)  # the one in the background too
         assert (tmp_path / "processed.log.v").read_text().split() == ["ok1", "ok2"]
 

@@ -8,7 +8,7 @@ import contextlib
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ocigroup_cli.core.clock import SystemClock
@@ -30,6 +30,7 @@ class World:
     env: dict[str, str]
     work: Path
     partitions: int
+    started: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def log(self) -> Path:
@@ -44,8 +45,10 @@ class World:
     def start(self, *extra: str, name: str = "tail") -> subprocess.Popen[bytes]:
         """In the background, its stderr to work/<name>.err (stdout to work/<name>.out)."""
         with (self.work / f"{name}.out").open("wb") as out, (self.work / f"{name}.err").open("wb") as err:
-            return subprocess.Popen([proc.exe(), *self.args(*extra)], stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, env=self.env)  # fmt: skip
+            started = subprocess.Popen([proc.exe(), *self.args(*extra)], stdout=out, stderr=err,
+                                       stdin=subprocess.DEVNULL, env=self.env)  # fmt: skip
+        self.started.append(started)
+        return started
 
     def err(self, name: str = "tail") -> str:
         return (self.work / f"{name}.err").read_text(errors="replace")
@@ -96,8 +99,13 @@ def world(api_key: ApiKey, tmp_path: Path, partitions: int = 2, timeout_ms: int 
         sid = sdk.stream(partitions=partitions, name="orders")
         config = write_config(tmp_path, api_key, server.url, group__timeout_ms=timeout_ms, **profile)
         env = proc.clean_env(tmp_path / "state", LOG=str(tmp_path / "processed.log"), PYTHONUNBUFFERED="1")
-        yield World(sdk, sid, config, env, tmp_path, partitions)
+        w = World(sdk, sid, config, env, tmp_path, partitions)
+        yield w
     finally:
+        for left in w.started if "w" in locals() else []:  # a test that failed half-way leaves nothing running
+            if left.poll() is None:
+                left.kill()
+                left.wait()
         server.stop()
 
 
