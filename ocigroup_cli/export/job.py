@@ -38,6 +38,11 @@ class Target:
     def check(self) -> None:
         if self.fmt not in manifest.EXTENSIONS:
             raise UsageError(f"--format must be parquet, jsonl or csv, not {self.fmt!r}.")
+        if self.out.is_symlink():  # dangling too: exists() follows it and says no
+            raise UsageError(
+                f"--out {self.out} is a symbolic link; an export writes a directory of its own there.",
+                "name a new directory, not a link",
+            )
         if self.out.exists():
             raise UsageError(
                 f"{self.out} already exists; an export never overwrites.", "choose another --out, or remove it first"

@@ -63,11 +63,26 @@ def verify(directory: Path) -> tuple[dict[str, Any], list[str]]:
     """The manifest and the list of differences (empty when every claim holds)."""
     doc = load(directory)
     claimed = {f["name"]: f for f in doc["files"]}
-    present = {p.name for p in directory.iterdir()} - {manifest.MANIFEST}
+    entries = {p.name: p for p in directory.iterdir()}
+    present = entries.keys() - {manifest.MANIFEST}
     problems = [f"missing file: {name}" for name in sorted(claimed.keys() - present)]
     problems += [f"extra file: {name}" for name in sorted(present - claimed.keys())]
+    strange = {name: _not_plain(entries[name]) for name in sorted(present | {manifest.MANIFEST} & entries.keys())}
+    problems += [f"{name}: {why}" for name, why in strange.items() if why]
+    if any(strange.values()):  # what a link points at is not the export: its claims are not checked against it
+        return doc, problems
     files, digest = manifest.scan(directory, doc["format"], doc["manifest_version"])
     return doc, problems + compare(doc, files, digest)
+
+
+def _not_plain(path: Path) -> str | None:
+    """Why an entry of an export directory is not one of its files: a symbolic link (to anywhere), not a regular
+    file; None for a regular file."""
+    if path.is_symlink():
+        return "a symbolic link, not a file of the export"
+    if not path.is_file():
+        return "not a regular file"
+    return None
 
 
 def compare(doc: dict[str, Any], files: list[manifest.FileStats], digest: str) -> list[str]:

@@ -251,6 +251,28 @@ def test_an_existing_directory_is_never_overwritten(cli, tmp_path):
     assert (tmp_path / "keep" / "precious").read_text() == "x"
 
 
+def test_an_out_that_is_a_symbolic_link_dangling_or_not_is_refused_before_any_work(cli, tmp_path):
+    (tmp_path / "real").mkdir()
+    for name, to in (("dangling", tmp_path / "nowhere"), ("linked", tmp_path / "real")):
+        (tmp_path / name).symlink_to(to)
+        r = cli("export", "--out", str(tmp_path / name), "--partition", "0", "--from-offset", "0")
+        assert r.code == ExitCode.USAGE and "is a symbolic link" in r.err, r.err
+    assert not (tmp_path / "nowhere").exists() and not any((tmp_path / "real").iterdir())
+
+
+def test_verify_reports_a_data_file_that_is_a_link_to_a_file_outside_the_export(exporting, tmp_path):
+    cli, _, _ = exporting
+    out = tmp_path / "x"
+    assert _export(cli, out, "--partition", "0", "--from-offset", "0", "--format", "csv").code == 0
+    (first,) = sorted(out.glob("*.csv"))
+    outside = tmp_path / "outside.csv"
+    first.rename(outside)
+    first.symlink_to(outside)  # the same bytes: only where they are is wrong
+    r = cli("-o", "json", "export", "verify", str(out))
+    assert r.code == ExitCode.FAILURE
+    assert f"{first.name}: a symbolic link, not a file of the export" in json.loads(r.out)["problems"]
+
+
 def test_missing_java_is_one_clear_line(monkeypatch, tmp_path):
     from ocigroup_cli.errors import UsageError
     from ocigroup_cli.export import spark
