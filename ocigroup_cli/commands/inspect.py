@@ -182,6 +182,7 @@ def _parse(interval: str, fail_on_time_lag: str | None, window: str, fail_on_hea
     return wait_s, time_limit, window_ms
 
 
+LATE_MS = 2_000  # a look's reads that took longer than this waited something out: the look is stamped after them
 EVENTS_SHOWN = 8  # the watch screen keeps this many of the latest events
 
 
@@ -289,9 +290,19 @@ def _look(
 
     hints = before.newest_ms() if before else last_seen(s.stream.id)
     carried, sizer = lastlook.load(s.stream.id, group, lag_cap)
+    answered: list[int] = []
+
+    def stamp() -> int:
+        """A look whose reads waited (an outage, throttling: over LATE_MS) is stamped when they answered, so that
+        its ages and lags are not short by the wait; one that answered at once keeps the time it was asked for."""
+        t = s.clock.time_ms()
+        answered.append(t if t - now_ms > LATE_MS else now_ms)
+        return answered[-1]
+
     try:
         view = describe(s.client, s.stream, group, now_ms, lag_cap, hints, before.reaches if before else carried,
-                        in_use_ms=in_use_since(s.stream.id, group), sizer=sizer)  # fmt: skip
+                        in_use_ms=in_use_since(s.stream.id, group), sizer=sizer, answered=stamp)  # fmt: skip
+        now_ms = answered[-1] if answered else now_ms
     except NotFound as exc:
         if not group_missing(exc):
             raise
@@ -397,7 +408,7 @@ def inspect(
     name = "" if all_groups else profile.require(profile.settings.group.name, "group.name", "GROUP")
     s = session(ctx, profile)
     out = fmt(ctx, output, metrics=True)
-    metrics = MetricsOut.open(s, out, metrics_file, serve_metrics, post_metrics, watch, post_interval)
+    metrics = MetricsOut.open(s, out, metrics_file, serve_metrics, post_metrics, watch, post_interval, wait_s)
     judged = health or fail_on_health is not None or metrics.wanted or all_groups
     looks = Looks(name, out, watch, brief, lag_cap, int(window_ms) if judged else None, wait_s, iterations)
     looked: Sequence[tuple[GroupView, Health | None]]

@@ -115,7 +115,7 @@ class MetricsOut:
     @classmethod
     def open(
         cls, s: Session, out: str, metrics_file: str | None, serve: str | None, post: bool, watch: bool,
-        post_interval: str = "1m",
+        post_interval: str = "1m", every_s: float = 2.0,
     ) -> MetricsOut:  # fmt: skip
         if serve is not None and not watch:
             raise UsageError("--serve-metrics answers scrapes while --watch refreshes.", "add --watch")
@@ -125,7 +125,7 @@ class MetricsOut:
 
             host, port = _address(serve)
             try:
-                target = ScrapeTarget(host, port)
+                target = ScrapeTarget(host, port, every_s, s.clock)
             except OSError as exc:
                 raise UsageError(f"--serve-metrics {serve}: {exc.strerror or exc}.", _serve_hint(exc)) from None
             console.notice(f"serving metrics on {target.url}", quiet_too=port == 0)  # a port chosen here must be told

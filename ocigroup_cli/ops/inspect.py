@@ -244,12 +244,14 @@ def describe(
     given: tuple[list[Reservation], dict[int, Reach]] | None = None,
     in_use_ms: int | None = None,
     sizer: Sizer | None = None,
+    answered: Callable[[], int] | None = None,
 ) -> GroupView:
     """The group now; `hints`: where each partition's newest message was last time (epoch ms); `before`: the
     reaches of the last look (a --watch refresh, or the last run: ops/lastlook.py), read on from where they ended;
     `given`: the group's reservations and the reaches already measured (ops/shared_reach.py), the other
     partitions measured here; `in_use_ms`: when the group is known to have been in use (a partition it never
-    committed may then have lost messages); `sizer`: how many messages to ask for per answer (learns as it reads)."""
+    committed may then have lost messages); `sizer`: how many messages to ask for per answer (learns as it reads);
+    `answered`: "now" once the reads answered (the view's time, its ages and lags)."""
     hints = hints or {}
     look = Look(lag_cap, now_ms, in_use_ms, sizer or Sizer())
     if given is not None:
@@ -260,6 +262,8 @@ def describe(
     else:
         found, reaches = _group_and_reaches(client, stream, group, look, hints, before or {})
         committed_of = _committed(found, stream)
+    if answered is not None:  # "now" is when the reads answered, not when the look began (an outage waited out)
+        now_ms = answered()
     reservations = {r.partition: r for r in found}
     views = []
     for p in range(stream.partitions):
