@@ -14,6 +14,7 @@ import base64
 import contextlib
 import functools
 import hashlib
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +28,10 @@ from ocigroup_cli.client.transport import proxy_for
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core.retention import Rule
 from ocigroup_cli.core.timefmt import datetime_to_ms, ms_to_rfc3339
-from ocigroup_cli.errors import NotFound, OcigroupError, TransientError
+from ocigroup_cli.errors import BadAnswer, NotFound, OcigroupError, TransientError
 
+MIN_BYTES_PER_S = 256 << 10  # a transfer slower than this (beyond deadline_s) is an endpoint that trickles
+MAX_SMALL_OBJECT_BYTES = 64 << 20  # a manifest names every slice: a few hundred bytes each
 PART_BYTES = 128 << 20  # the SDK's default part size: a slice file larger than this goes up in parallel parts
 LIST_PAGE = 1000
 
@@ -117,6 +120,7 @@ class ObjectStore:
             session.verify = settings.cert_bundle
         self.bucket = bucket
         self._namespace = namespace
+        self.deadline_s = float(settings.deadline_s)
 
     @property
     def namespace(self) -> str:
@@ -124,11 +128,33 @@ class ObjectStore:
             self._namespace = str(self._call("GetNamespace", self.client.get_namespace).data)
         return self._namespace
 
-    def _call(self, operation: str, method: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - the SDK raises its own and requests' errors; each is mapped
-            raise _failure(operation, exc) from None
+    def _call(self, operation: str, method: Any, *args: Any, size: int = 0, **kwargs: Any) -> Any:
+        """One SDK call, mapped to the CLI's errors and held to its time limit: `deadline_s`, plus the time `size`
+        bytes take at MIN_BYTES_PER_S. A socket timeout counts from each byte, so an endpoint that trickles would
+        outlive it: the call runs on a thread of its own, and one over its limit is given up (its connections
+        closed under it) with one line, exit 4."""
+        limit = self.deadline_s + size / MIN_BYTES_PER_S
+        done: list[Any] = []
+
+        def work() -> None:
+            try:
+                done.append((True, method(*args, **kwargs)))
+            except Exception as exc:  # noqa: BLE001 - the SDK raises its own and requests' errors; each is mapped
+                done.append((False, exc))
+
+        thread = threading.Thread(target=work, name=f"objects-{operation}", daemon=True)
+        thread.start()
+        thread.join(limit)
+        if not done:
+            self.client.base_client.session.close()
+            raise TransientError(
+                f"{operation}: {self.endpoint} did not answer whole within {limit:.0f} s.",
+                "is the endpoint right, and the network sound? (deadline_s sets the limit)",
+            )
+        ok, value = done[0]
+        if not ok:
+            raise _failure(operation, value) from None
+        return value
 
     def check_bucket(self) -> None:
         """NotFound (BucketNotFound, or a namespace that is not the tenancy's) when the bucket is not there."""
@@ -167,33 +193,48 @@ class ObjectStore:
         from oci.object_storage import UploadManager
 
         md5 = file_md5(path)
-        extra = {"if_none_match": "*"} if only_new else {}
+        extra: dict[str, Any] = {"if_none_match": "*"} if only_new else {}
         manager = UploadManager(self.client, allow_parallel_uploads=True, parallel_process_count=3)
         answer = self._call("PutObject", manager.upload_file, self.namespace, self.bucket, name, str(path),
-                            part_size=PART_BYTES, content_md5=md5, **extra)  # fmt: skip
+                            part_size=PART_BYTES, content_md5=md5, size=path.stat().st_size, **extra)  # fmt: skip
         headers = answer.headers
         return str(headers.get("opc-multipart-md5") or headers.get("opc-content-md5") or md5)
 
     def put_bytes(self, name: str, data: bytes, *, only_new: bool = True) -> str:
         """A small object (the manifest), with its Content-MD5; refused if `name` exists and `only_new`."""
         md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode("ascii")
-        extra = {"if_none_match": "*"} if only_new else {}
+        extra: dict[str, Any] = {"if_none_match": "*"} if only_new else {}
         self._call("PutObject", self.client.put_object, self.namespace, self.bucket, name, data, content_md5=md5,
                    content_type="application/json", **extra)  # fmt: skip
         return md5
 
-    def get_bytes(self, name: str) -> bytes:
-        return bytes(self._call("GetObject", self.client.get_object, self.namespace, self.bucket, name).data.content)
+    def get_bytes(self, name: str, limit: int = MAX_SMALL_OBJECT_BYTES) -> bytes:
+        """A small object (a manifest), whole; one larger than `limit` is refused (BadAnswer), never read whole."""
+
+        def read() -> bytes:
+            raw = self.client.get_object(self.namespace, self.bucket, name).data.raw
+            return bytes(raw.read(limit + 1, decode_content=False))
+
+        data: bytes = self._call("GetObject", read, size=limit)
+        if len(data) > limit:
+            raise BadAnswer(f"GetObject {name}: larger than {limit:,} bytes, more than such an object ever is.",
+                            "is it the right object?")  # fmt: skip
+        return data
 
     @contextlib.contextmanager
     def fetched(self, name: str, directory: Path) -> Iterator[Path]:
         """`name` downloaded into `directory` a chunk at a time (bounded memory), removed afterwards."""
         path = directory / Path(name).name
-        answer = self._call("GetObject", self.client.get_object, self.namespace, self.bucket, name)
-        try:
+        size = self.head(name)
+
+        def download() -> None:
+            answer = self.client.get_object(self.namespace, self.bucket, name)
             with path.open("wb") as f:
                 for chunk in answer.data.raw.stream(1 << 20, decode_content=False):
                     f.write(chunk)
+
+        try:
+            self._call("GetObject", download, size=size.size if size is not None else 0)
             yield path
         finally:
             path.unlink(missing_ok=True)

@@ -226,7 +226,8 @@ def tail(
     if asked is not None:
         plain = format_ == "value" and encoding == "utf8" and asked.batch is None  # the value's bytes, as they are
         line_or_raw = None if plain else value_lines(line) if format_ == "value" else line
-        return run_exec(ctx, s, profile, name, start, asked, line_or_raw, join_live, create, limits, output)
+        return run_exec(ctx, s, profile, name, start, asked, line_or_raw, join_live, create, limits, output,
+                        instance_of)  # fmt: skip
     _write(s, g, profile, name, start, LineSink(Delivery.stdout(), line), join_live, create, limits)
 
 

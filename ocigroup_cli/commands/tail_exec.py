@@ -107,10 +107,10 @@ def _seconds(flag: str, text: str | None) -> float | None:
 def run_exec(
     ctx: typer.Context, s: Session, profile: Profile, name: str, start: Position, r: Request,
     line: Callable[[Message], bytes] | None, join_live: bool, create: bool, limits: dict[str, Any],
-    output: str | None = None,
+    output: str | None, instance_of: Callable[..., Any],
 ) -> None:  # fmt: skip
-    """Join as one instance that runs the command, then say what it did (and stop as it stopped)."""
-    from ocigroup_cli.commands.tail import instance_of
+    """Join as one instance that runs the command (`instance_of`: tail's way of joining), then say what it did (and
+    stop as it stopped)."""
     from ocigroup_cli.ops.crew import Crew, ExecOptions
 
     g = globals_of(ctx)

@@ -64,3 +64,27 @@ class TailStats:
     final_commit_failed: bool = False
     skipped_again: int = 0  # messages read again after a rejoin that this process had written already
     moves: list[str] = field(default_factory=list)  # each move past data loss, summed up
+
+
+@dataclass
+class WorkStats:
+    processed: int = 0  # messages whose command succeeded
+    retried: int = 0  # runs beyond each piece's first
+    failed: int = 0  # messages given up (whatever became of them)
+    dead_lettered: int = 0
+    skipped: int = 0
+    ended: int = 0  # messages whose command tail ended while stopping: not done, run again later
+    committed: dict[int, int] = field(default_factory=dict)  # partition -> the highest offset this instance committed
+    stopped: str = "running"  # why it stopped: end, max-messages, interrupted, failed, reader-gone
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "processed": self.processed,
+            "retried": self.retried,
+            "failed": self.failed,
+            "dead_lettered": self.dead_lettered,
+            "skipped": self.skipped,
+            "ended_by_tail": self.ended,
+            "committed": {str(p): o for p, o in sorted(self.committed.items())},
+            "stopped": self.stopped,
+        }

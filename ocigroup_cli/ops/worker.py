@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import random
-import signal
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from types import FrameType
+from collections.abc import Callable
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.clock import Clock
@@ -35,38 +32,15 @@ from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.errors import OcigroupError
 from ocigroup_cli.ops.crew import Crew, Verdict, Work, where
-from ocigroup_cli.ops.instance import TailOptions, TailStats
+from ocigroup_cli.ops.instance import TailOptions, TailStats, WorkStats
 from ocigroup_cli.ops.member import IDLE_WAIT_S, Member, on_read_failure
+from ocigroup_cli.ops.signals import Signals
 
 MAX_QUEUED_BYTES = 64 << 20  # of base64 values waiting: no read past them (1 MiB messages)
 MAX_READ = 10_000  # the service's largest GetMessages
 CURSOR_REFRESH_S = 200.0  # a waiting read's cursor older than this is renewed by a heartbeat (cursors live 300 s)
 PACE_WEIGHT = 0.3  # how much the newest piece counts in the measured time per message
 TICK_S = 0.1  # the longest the loop waits for a verdict before it looks around again
-
-
-@dataclass
-class WorkStats:
-    processed: int = 0  # messages whose command succeeded
-    retried: int = 0  # runs beyond each piece's first
-    failed: int = 0  # messages given up (whatever became of them)
-    dead_lettered: int = 0
-    skipped: int = 0
-    ended: int = 0  # messages whose command tail ended while stopping: not done, run again later
-    committed: dict[int, int] = field(default_factory=dict)  # partition -> the highest offset this instance committed
-    stopped: str = "running"  # why it stopped: end, max-messages, interrupted, failed, reader-gone
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "processed": self.processed,
-            "retried": self.retried,
-            "failed": self.failed,
-            "dead_lettered": self.dead_lettered,
-            "skipped": self.skipped,
-            "ended_by_tail": self.ended,
-            "committed": {str(p): o for p, o in sorted(self.committed.items())},
-            "stopped": self.stopped,
-        }
 
 
 class Worker(Member):
@@ -95,18 +69,17 @@ class Worker(Member):
         self.taken = 0  # messages queued for work (-n counts these)
         self.reading = True  # False once -e or -n has read all it will
         self.next_read = 0.0
-        self.signals = 0
+        self.interrupts = Signals()  # SIGINT, SIGTERM: counted, and interrupting only a wait on the network
         self.reader_gone = False  # the reader of stdout went away: stop as tail does (exit 130)
-        self._interruptible = False
         self._told: set[tuple[int, int]] = set()  # pieces said to have moved away while they ran
 
     # -- the main thread --------------------------------------------------------------------------------------
 
     def run(self) -> WorkStats:
         start_ms = self.clock.time_ms()
-        with self._signals():
+        with self.interrupts.installed():
             try:
-                with self._network(), self.lock:
+                with self.interrupts.network(), self.lock:
                     self._join()
                 self._start_beating()
                 self.crew.start(self._take, self._settle)
@@ -120,16 +93,16 @@ class Worker(Member):
     def _loop(self, start_ms: int) -> None:
         caught_up: set[int] = set()
         while True:
-            if self.failure is not None or self.signals or self.reader_gone:
+            if self.failure is not None or self.interrupts.count or self.reader_gone:
                 self.work.stopped = "failed" if self.failure else "reader-gone" if self.reader_gone else "interrupted"
                 return
             if self._gave_up and not self._stalled():  # the long piece ended: take partitions again
                 self._gave_up = False
                 self.notice("the long-running command ended: joining the group again")
-                with self._network():
+                with self.interrupts.network():
                     self._rejoin()
             if self._assignment_due():
-                with self._network():
+                with self.interrupts.network():
                     self._check_assignment()
             self._commit_settled()
             self._refresh_waiting_cursors()
@@ -167,7 +140,7 @@ class Worker(Member):
         limit = self._read_size()
         if o.max_messages is not None:
             limit = min(limit, o.max_messages - self.taken)
-        with self._network():
+        with self.interrupts.network():
             messages = self._read(self.sizer.limit(limit))  # and no more than 8 MiB of them (core/sizing.py)
         self.sizer.saw(messages)
         if not messages:
@@ -244,7 +217,7 @@ class Worker(Member):
             batch = self.lanes.committable()
         if batch is None:
             return
-        with self._network() if not final else contextlib.nullcontext(), self.lock:
+        with self.interrupts.network() if not final else contextlib.nullcontext(), self.lock:
             try:
                 # at exit not patient: Ctrl-C in an outage must not wait for the service
                 following = self.client.commit(self.stream, batch.cursor, patient=None if final else self._outage)
@@ -283,7 +256,7 @@ class Worker(Member):
             batch = next((b for b in self.lanes.batches if now - b.issued > CURSOR_REFRESH_S), None)
         if batch is None or self._stalled():
             return
-        with self._network(), self.lock:
+        with self.interrupts.network(), self.lock:
             try:
                 batch.cursor = self.client.heartbeat(self.stream, batch.cursor)
             except OcigroupError as exc:
@@ -344,7 +317,7 @@ class Worker(Member):
             self.notice(f"stopping: waiting up to {crew.opts.grace_s:g}s for {running} command(s) in hand (running, "
                         "or waiting to retry) to finish; a second Ctrl-C or SIGTERM ends them now")  # fmt: skip
         while running:
-            if not crew.end_now.is_set() and (self.signals > 1 or self.clock.monotonic() >= grace_until):
+            if not crew.end_now.is_set() and (self.interrupts.count > 1 or self.clock.monotonic() >= grace_until):
                 self.notice(f"ending {running} running command(s) (their process groups)")
                 crew.end_now.set()
             with self.changed:
@@ -355,37 +328,6 @@ class Worker(Member):
             self._commit_settled(final=True)
         finally:
             self._stop_beating()
-
-    @contextlib.contextmanager
-    def _network(self) -> Iterator[None]:
-        """A request may be interrupted by the first signal (an outage is not waited out at Ctrl-C)."""
-        self._interruptible = True
-        try:
-            if self.signals:
-                raise KeyboardInterrupt
-            yield
-        finally:
-            self._interruptible = False
-
-    @contextlib.contextmanager
-    def _signals(self) -> Iterator[None]:
-        """SIGINT and SIGTERM counted: the loop stops at the first (at once when it waits on the network), and a
-        second ends the running commands. Only the main thread can take signals (in-process tests run elsewhere)."""
-
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            self.signals += 1  # nothing here takes a lock: the main thread may hold it
-            if self.signals == 1 and self._interruptible:
-                raise KeyboardInterrupt
-
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for s, handler in before.items():
-                signal.signal(s, handler)
 
 
 __all__ = ["WorkStats", "Worker"]

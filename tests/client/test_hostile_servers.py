@@ -80,3 +80,16 @@ def test_an_answer_that_is_not_the_services_is_its_fault_not_a_bug(api_key, tmp_
     assert "this is a bug" not in err and "internal error" not in err
     assert "hint: is the endpoint right, and is something (a proxy, a captive portal) answering in its place?" in err
     assert not (tmp_path / "state" / "crash.log").exists()
+
+
+def test_object_storage_calls_are_held_to_the_deadline_too(api_key, tmp_path):
+    """`export verify oci://…` against an endpoint that trickles: the Object Storage client (the oci SDK's, whose
+    socket timeout counts from each byte) is given up at its limit, one line, exit 4."""
+    server = HostileServer("trickle-body")
+    try:
+        code, err, seconds, _ = _run(tmp_path, api_key, server, "export", "verify", "oci://audit/orders/2024")
+    finally:
+        server.close()
+    assert code == 4, err
+    assert seconds < DEADLINE_S + 2.5, seconds  # the limit, the process's start, and pyarrow's import
+    assert "did not answer whole within 3 s" in err and "Traceback" not in err, err
