@@ -15,7 +15,7 @@ MESSAGES = [
     "a [bold]markup[/bold] :smile: and [link]",
     "trailing spaces   ",
     "x" * 300,  # longer than any width: never wrapped off a terminal
-    "a tab\there",  # what Rich changes goes through Rich
+    "a tab\there",  # control characters are shown escaped (console.visible), then written as Rich would
     "a carriage return\rhere",
     "a bell\x07",
 ]
@@ -33,7 +33,8 @@ def test_a_warning_or_an_error_to_a_pipe_is_what_rich_writes(message, monkeypatc
     console.error(message, hint=message)
     theirs = io.StringIO()
     rich = Console(file=theirs, highlight=False, emoji=False, soft_wrap=True)
-    rich.print(f"warning: {message}", style="yellow", markup=False)
-    rich.print(f"error: {message}", style="bold red", markup=False)
-    rich.print(f"hint: {message}", markup=False)
+    shown = console.visible(message)
+    rich.print(f"warning: {shown}", style="yellow", markup=False)
+    rich.print(f"error: {shown}", style="bold red", markup=False)
+    rich.print(f"hint: {shown}", markup=False)
     assert ours.getvalue() == theirs.getvalue()

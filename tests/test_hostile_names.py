@@ -55,8 +55,9 @@ def test_inspect_and_watch_show_names_escaped(hostile):
 
 def test_the_printed_reset_command_is_escaped_and_runs_in_bash_as_printed(hostile):
     config, env, _ = hostile
+    # 1000 columns: the printed line is never wrapped, however long the test's paths
     planned = proc.on_pty(["--config", config, "--stream", STREAM, "reset", GROUP, "--to", "earliest"], env,
-                          columns=200)  # fmt: skip
+                          columns=1000)  # fmt: skip
     _clean(planned.raw)
     printed = next(line.strip() for line in planned.lines if "--execute" in line)
     assert "$'bill \\x1b]0;PWNTITLE\\x07\\x1b[31mRED'" in printed and "$'ord;\\x1b[2J'" in printed, printed

@@ -4,6 +4,7 @@ and its options' names, never the values given (a `publish` payload, an --exec c
 
 from __future__ import annotations
 
+import os
 import stat
 import subprocess
 
@@ -25,7 +26,9 @@ def test_a_fresh_state_directory_and_everything_in_it_are_private(tmp_path):
     finally:
         subprocess.run([proc.exe(), "--profile", "local", "emulator", "stop"], env=env, capture_output=True, timeout=60)
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
-    assert stat.S_IMODE((tmp_path / "deep").stat().st_mode) != 0o700  # only what is ocigroup's own
+    umask = os.umask(0)
+    os.umask(umask)  # only what is ocigroup's own is made 0700; above it, the user's umask rules
+    assert stat.S_IMODE((tmp_path / "deep").stat().st_mode) == 0o777 & ~umask
     found = list(state.rglob("*"))
     assert {"emulator.db", "emulator.log", "streams.json", "key.pem", "key_public.pem"} <= {p.name for p in found}
     loose = [f"{p.relative_to(state)} {oct(stat.S_IMODE(p.stat().st_mode))}" for p in found

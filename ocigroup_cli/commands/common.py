@@ -32,12 +32,14 @@ class Globals:
     clock: Clock = field(default_factory=SystemClock)
     spark: Any = None  # a running SparkSession to reuse (tests share one); None: export starts its own
 
-    def repeated(self) -> str:
-        """The global options this command was given, to repeat in a command shown to the user."""
+    def repeated(self, stream: bool = True) -> str:
+        """The global options this command was given, to repeat in a command shown to the user (those naming the
+        stream left out with stream=False: for a command that names its own, or none)."""
         from ocigroup_cli.core import shellword
 
         given = [("--config", self.config), ("--profile", self.profile)]
-        given += [(flag, value) for value, flag in self.overrides.values() if value is not None]
+        overrides = {k: v for k, v in self.overrides.items() if stream or not k.startswith("stream.")}
+        given += [(flag, value) for value, flag in overrides.values() if value is not None]
         return "".join(f" {flag} {shellword.quote(str(value))}" for flag, value in given if value is not None)
 
 
@@ -68,7 +70,7 @@ def session(ctx: typer.Context, profile: Profile) -> Session:
 
     g = globals_of(ctx)
     s = open_session(profile, g.clock, console.notice, trace=console.notice if g.verbose else None,
-                     options=g.repeated())  # fmt: skip
+                     options=g.repeated(stream=False))  # fmt: skip
     ctx.call_on_close(s.close)
     g.clock = s.clock  # "now" from here on: the emulator's where it is one in test mode (ops/testclock.py)
     for warning in s.warnings:

@@ -23,7 +23,7 @@ class Session:
     profile: Profile
     client: StreamingClient
     _stream: StreamInfo | None = field(default=None, repr=False)
-    options: str = ""  # the global options that chose the profile and stream, for a command shown to the user
+    options: str = ""  # the global options that chose the profile, for a command shown to the user
     _cached: bool = field(default=False, repr=False)  # the stream's location came from the cache
     _looked_again: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
