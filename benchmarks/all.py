@@ -23,6 +23,9 @@ QUICK = {
     "benchmarks.export_bench": ["--messages", "200000", "--memory-factor", "2"],
     "benchmarks.bucket_bench": ["--scale", "reduced"],
     "benchmarks.exec_bench": ["--messages", "50000", "--per-message", "2000"],
+    "benchmarks.groups_bench": [],
+    "benchmarks.limits_bench": ["--seconds", "20"],
+    "benchmarks.transport_bench": ["--quick"],
 }
 FULL = {"benchmarks.bucket_bench": ["--scale", "full"]}  # its own default is the reduced scale
 

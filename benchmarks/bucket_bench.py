@@ -201,6 +201,8 @@ def rounds(bench: Bench, count: int, messages: int, partitions: int) -> tuple[li
 def paused(bench: Bench, count: int, pause_s: float, messages: int, partitions: int) -> None:
     """`count` rounds of both forms, each export after `pause_s` idle: Spark stops a Python worker idle for a
     minute, so each of these forks new workers (as a cron job's or an on-call engineer's next export does)."""
+    if not count:
+        return
     local: list[Run] = []
     oci: list[Run] = []
     for r in range(count):
@@ -214,12 +216,11 @@ def paused(bench: Bench, count: int, pause_s: float, messages: int, partitions: 
               f"{oc.wall / lo.wall:.2f}x; CPU s (CLI, workers, total): local {cpu['local']}; oci {cpu['oci']}",
               flush=True)  # fmt: skip
     assert {(run.rows, run.digest) for run in local + oci} == {(messages, local[0].digest)}
-    if count:
-        ratio = statistics.median(o.wall / lo.wall for o, lo in zip(oci, local, strict=True))
-        print(f"oci / local after a pause: median of the rounds' ratios {ratio:.2f}x (target <= {TARGET}x)")
-        medians = statistics.median(r.wall for r in oci), statistics.median(r.wall for r in local)
-        title = f"export to Object Storage: {messages:,} x 200 B after {pause_s:.0f} s idle, median wall"
-        summary.record(title, *medians, "s", f"<= {TARGET}x", "the same export to a directory")
+    ratio = statistics.median(o.wall / lo.wall for o, lo in zip(oci, local, strict=True))
+    print(f"oci / local after a pause: median of the rounds' ratios {ratio:.2f}x (target <= {TARGET}x)")
+    medians = statistics.median(r.wall for r in oci), statistics.median(r.wall for r in local)
+    title = f"export to Object Storage: {messages:,} x 200 B after {pause_s:.0f} s idle, median wall"
+    summary.record(title, *medians, "s", f"<= {TARGET}x", "the same export to a directory")
 
 
 def peaks(runs: list[Run]) -> tuple[float, float, float, float]:

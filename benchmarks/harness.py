@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -176,3 +178,14 @@ class MemorySampler(threading.Thread):
     def cpu(self, role: str) -> float:
         """CPU seconds used by the processes of one role: driver, jvm or workers."""
         return sum(seconds - self._before.get(pid, 0.0) for pid, (r, seconds) in self._cpu.items() if r == role)
+
+
+def create_stream(transport: Any, body: dict[str, Any]) -> str:
+    """CreateStream through a bench transport, then wait until the stream is ACTIVE (it is CREATING for a moment,
+    as on the service, and refuses PutMessages until then). Its OCID."""
+    sid: str = transport.request("POST", "/streams", body=body).json()["id"]
+    deadline = time.monotonic() + 60
+    while transport.request("GET", f"/streams/{sid}").json()["lifecycleState"] != "ACTIVE":
+        assert time.monotonic() < deadline, f"stream {sid} not ACTIVE after 60 s"
+        time.sleep(0.1)
+    return sid

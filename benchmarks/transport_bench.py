@@ -7,7 +7,7 @@
    small signed POSTs (CreateCursor), and GetMessages of 10,000 x 1 KiB. Median of 3 repetitions, transports
    alternating first.
 
-Run: python -m benchmarks.transport_bench [--quick]
+Run: python -m benchmarks.transport_bench [--quick | --tiny]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import urllib3
 from urllib3.connection import HTTPConnection
 
-from benchmarks.harness import BenchEmulator
+from benchmarks.harness import BenchEmulator, create_stream
 from ocigroup_cli.client.signing import Signer
 from ocigroup_cli.client.transport import Endpoint, Response, Transport
 from ocigroup_cli.core.models import Message
@@ -135,15 +135,17 @@ def check_connection(t: Transport | Urllib3Transport, first: object) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--tiny", action="store_true", help="the smallest sizes: the test that keeps it from rotting")
     args = parser.parse_args()
-    n_small, n_post, n_msgs, n_gets, import_runs = (100, 50, 2_000, 5, 15) if args.quick else (500, 200, 10_000, 20, 21)
+    sizes = {"tiny": (20, 10, 200, 2, 3), "quick": (100, 50, 2_000, 5, 15), "full": (500, 200, 10_000, 20, 21)}
+    n_small, n_post, n_msgs, n_gets, import_runs = sizes["tiny" if args.tiny else "quick" if args.quick else "full"]
     walls, totals = import_costs(import_runs)
 
     with tempfile.TemporaryDirectory() as tmp_name, BenchEmulator(Path(tmp_name)) as emu:
         signer = emu.signer
         setup = emu.transport()
         body = {"name": "bench", "partitions": 1, "compartmentId": "ocid1.compartment.oc1..bench"}
-        sid = setup.request("POST", "/streams", body=body).json()["id"]
+        sid = create_stream(setup, body)
         value = base64.b64encode(os.urandom(1024)).decode()  # 1 KiB of payload per message
         for _ in range(n_msgs // 100):
             batch = {"messages": [{"key": "aw==", "value": value}] * 100}

@@ -13,8 +13,8 @@ from typing import Annotated, Any, ClassVar
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import Globals, stream_choice
-from ocigroup_cli.commands.lazy import Lazy, LazyGroup
+from ocigroup_cli.cli.lazy import Lazy, LazyGroup
+from ocigroup_cli.cli.options import Globals, stream_choice
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.delivery import failure
 from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone
@@ -35,7 +35,7 @@ def _keep_flags_whole() -> None:
 
 
 class Commands(LazyGroup):
-    """Each command's module is imported when it is used (ocigroup_cli/commands/lazy.py)."""
+    """Each command's module is imported when it is used (ocigroup_cli/cli/lazy.py)."""
 
     table: ClassVar[dict[str, Lazy]] = {
         "publish": Lazy("ocigroup_cli.commands.publish", "publish",

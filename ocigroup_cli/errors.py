@@ -117,6 +117,11 @@ class Conflict(ServiceError):
     """409 that waiting will not fix."""
 
 
+class PreconditionFailed(ServiceError):
+    """412: a conditional request's condition does not hold (an If-None-Match: * write to a name already taken, an
+    If-Match on an object changed since)."""
+
+
 class BadAnswer(OcigroupError):
     """Something answered that is not the service's answer: an HTML page (a captive portal, a proxy's page), invalid
     JSON, a shape the service never sends, or more bytes than it ever sends. The endpoint's fault, not a bug of

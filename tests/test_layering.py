@@ -16,6 +16,8 @@ FORBIDDEN = {
     "ops": {"commands", "emulator", "export", "app", "console"},
     "export": {"ops", "commands", "emulator", "app", "console"},
     "commands": {"client", "emulator", "export"},  # commands parse, call ops (or their own engine) and render
+    "cli": {"client", "emulator", "export", "commands", "views"},  # the frame commands share
+    "views": {"client", "emulator", "export", "commands", "app"},  # what commands show and where they send it
 }
 # the one command module that may reach into a room commands otherwise may not: its own engine
 ENGINE_OF = {"commands/emulator.py": "emulator", "commands/export.py": "export"}
@@ -23,8 +25,8 @@ ENGINE_OF = {"commands/emulator.py": "emulator", "commands/export.py": "export"}
 # the export extra's (pyspark, pyarrow, pandas, numpy, grpc: `ocigroup[export]`) only in export/, which an install
 # without them never imports (commands/export.py says how to add them first)
 THIRD_PARTY = {
-    "typer": {"app", "commands", "console", "docgen"},
-    "rich": {"app", "commands", "console"},
+    "typer": {"app", "commands", "console", "docgen", "cli", "views"},
+    "rich": {"app", "commands", "console", "views"},
     "oci": {"client", "export"},
     **{extra: {"export"} for extra in ("pyspark", "pyarrow", "pandas", "numpy", "grpc")},
 }
@@ -92,20 +94,21 @@ def _commands_loaded(*argv: str) -> list[str]:
 
     code = (
         f"import json, sys; from ocigroup_cli.app import run; run({list(argv)!r}); "
-        "print(json.dumps(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('ocigroup_cli.commands.'))))"
+        "print(json.dumps(sorted(m.split('.', 1)[1] for m in sys.modules if m.split('.')[:2] in "
+        "(['ocigroup_cli', 'commands'], ['ocigroup_cli', 'cli'], ['ocigroup_cli', 'views']) and m.count('.') == 2)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def test_a_command_imports_its_own_module_only():
-    """commands/lazy.py: the command list needs no command module; a command, its own (and what it imports)."""
+    """cli/lazy.py: the command list needs no command module; a command, its own (and what it imports)."""
     from ocigroup_cli.app import Commands
 
-    assert _commands_loaded("--help") == ["common", "lazy"]
-    assert _commands_loaded("inspect", "--help") == ["all_groups", "common", "inspect", "lazy", "metrics_out",
-                                                     "outage"]  # fmt: skip
-    assert _commands_loaded("streams", "--help") == ["common", "lazy", "streams"]
+    assert _commands_loaded("--help") == ["cli.lazy", "cli.options"]
+    assert _commands_loaded("inspect", "--help") == ["cli.lazy", "cli.options", "commands.inspect",
+                                                     "views.all_groups", "views.outage", "views.sinks"]  # fmt: skip
+    assert _commands_loaded("streams", "--help") == ["cli.lazy", "cli.options", "commands.streams"]
     assert {"tail", "reset", "export", "emulator"} <= set(Commands.table)
 
 
@@ -119,3 +122,50 @@ def test_functions_stay_short():
                 if node.end_lineno is not None and node.end_lineno - first + 1 > 60:
                     long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}")
     assert not long, long
+
+
+EMULATOR_SERVICES = ("streaming", "objectstorage", "monitoring")
+
+
+def test_each_emulator_service_stands_on_the_shared_core_alone():
+    """emulator/__init__.py: a service imports `shared/` and itself, never another service or what composes them
+    (api, admin, server); `shared/` imports no service."""
+    emulator = PACKAGE / "emulator"
+    composers = {"api", "admin", "server"}
+    problems = []
+    for folder in ("shared", *EMULATOR_SERVICES):
+        assert (emulator / folder / "__init__.py").read_text().strip(), f"emulator/{folder} says nothing of itself"
+        others = set(EMULATOR_SERVICES) - {folder}
+        for path in sorted((emulator / folder).rglob("*.py")):
+            for name in imports(path):
+                parts = name.split(".")
+                if parts[:2] == ["ocigroup_cli", "emulator"] and len(parts) > 2 and parts[2] in others | composers:
+                    problems.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not problems, "\n".join(problems)
+    flat = sorted(p.name for p in emulator.glob("*.py"))
+    assert flat == ["__init__.py", "admin.py", "api.py", "server.py"], flat
+
+
+def _is_status(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr in ("status", "status_code")) or (
+        isinstance(node, ast.Name) and node.id in ("status", "status_code")
+    )
+
+
+def _http_codes(node: ast.expr) -> bool:
+    values = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return any(isinstance(v, ast.Constant) and isinstance(v.value, int) and 100 <= v.value <= 599 for v in values)
+
+
+def test_only_the_client_and_the_emulator_compare_http_statuses():
+    """Everything else reacts to the client's typed errors (errors.py: NotFound, PreconditionFailed, AuthFailed …)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if room(path) in ("client", "emulator"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(_is_status(s) for s in sides) and any(_http_codes(s) for s in sides):
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, found

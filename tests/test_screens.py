@@ -415,7 +415,7 @@ def test_all_groups_watch_is_redrawn_in_place_on_a_terminal(term, sdk):
 def test_a_watch_shows_an_outage_of_the_service_on_its_top_line_and_goes_on(term, sdk):
     """The service stops answering (503 to everything, past the client's retries): the watch keeps its last look
     on screen and says since when at its top, instead of exiting 4 and taking its screen away."""
-    from ocigroup_cli.emulator.faults import FaultPlan
+    from ocigroup_cli.emulator.shared.faults import FaultPlan
 
     sid, config, env = term
     sdk.group_cursor(sid, "billing", "w-1", timeout_in_ms=60_000)
@@ -447,7 +447,7 @@ def test_the_all_groups_watch_says_when_it_was_refreshed(term, sdk):
 
 
 def test_a_watch_drops_its_outage_line_once_the_service_answers_again(term, sdk):
-    from ocigroup_cli.emulator.faults import FaultPlan
+    from ocigroup_cli.emulator.shared.faults import FaultPlan
 
     sid, config, env = term
     sdk.group_cursor(sid, "billing", "w-1", timeout_in_ms=60_000)
@@ -477,7 +477,7 @@ def test_a_pace_stays_on_one_line_in_the_all_groups_table_at_80_columns():
     from rich.console import Console
 
     from ocigroup_cli import console
-    from ocigroup_cli.commands.all_groups import COLUMNS
+    from ocigroup_cli.views.all_groups import COLUMNS
 
     pace = "catching up at 12.5 msg/s, about 3m 20s"
     row = ["billing-settlement-eu-west", "STABLE", 3, "1,000–4,078", "2m 10s", "LAGGING", pace]

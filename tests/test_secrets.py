@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ocigroup_cli.app import run
 from ocigroup_cli.client import signing, transport
-from ocigroup_cli.emulator.auth import fingerprint
+from ocigroup_cli.emulator.shared.auth import fingerprint
 from tests.emulator.test_server_process import serve
 from tests.helpers.service import ApiKey
 

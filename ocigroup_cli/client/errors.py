@@ -23,6 +23,7 @@ from ocigroup_cli.errors import (
     InvalidCursor,
     NotFound,
     OcigroupError,
+    PreconditionFailed,
     RetentionLost,
     ServiceError,
     ServiceUnavailable,
@@ -72,6 +73,8 @@ def service_failure(
         kind = InvalidCursor if with_cursor else BadRequest
     elif status == 409:
         kind = Conflict
+    elif status == 412:
+        kind = PreconditionFailed
     return kind(text, hint, status=status, code=code, request_id=request_id)
 
 

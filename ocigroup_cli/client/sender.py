@@ -21,7 +21,7 @@ from ocigroup_cli.config import Profile
 from ocigroup_cli.core import backoff
 from ocigroup_cli.core.clock import TEST_CLOCK_HEADER, Clock
 from ocigroup_cli.core.models import StreamInfo
-from ocigroup_cli.errors import BadAnswer, ConfigError, OcigroupError, Throttled, TransientError
+from ocigroup_cli.errors import BadAnswer, ConfigError, NotFound, OcigroupError, Throttled, TransientError
 
 EMULATOR_CLOCK_TIMEOUT_S = 2.0
 # what the service sends at most, with margin, where it is more than transport.MAX_ANSWER_BYTES: a GetMessages of
@@ -89,16 +89,24 @@ class Sender:
         for t in self._transports.values():
             t.close()
 
-    def emulator_clock(self) -> Response:
-        """GET /_emulator/clock at the profile's endpoint: one try, no retry (ops/testclock.py asks it only of an
-        endpoint known to be an emulator in test mode). OSError or HTTPException when nothing answers."""
+    def emulator_clock(self) -> int | None:
+        """GET /_emulator/clock at the profile's endpoint: the emulator's test clock (ms), or None for an answer
+        without one. One try, no retry (ops/testclock.py asks it only of an endpoint known to be an emulator in test
+        mode). NotFound: no test clock there (not in test mode); OSError or HTTPException when nothing answers."""
         endpoint = self.admin_url
         context = tls.context(self.profile.settings.cert_bundle) if endpoint.startswith("https:") else None
         transport = Transport(endpoint, self.creds.signer, context, version="")
         try:
-            return transport.request("GET", "/_emulator/clock", timeout=EMULATOR_CLOCK_TIMEOUT_S)
+            answer = transport.request("GET", "/_emulator/clock", timeout=EMULATOR_CLOCK_TIMEOUT_S)
         finally:
             transport.close()
+        if answer.status == 404:
+            raise NotFound("no test clock at this endpoint", status=404, code="NotFound", request_id=None)
+        try:
+            now = answer.json().get("nowMs") if answer.status == 200 else None
+        except (ValueError, AttributeError):
+            return None
+        return now if isinstance(now, int) else None
 
     @property
     def admin_url(self) -> str:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, confirm_joining, fmt, globals_of, load_profile, session
+from ocigroup_cli.cli.options import OutputOption, confirm_joining, fmt, globals_of, load_profile, session
 from ocigroup_cli.core.models import CURSOR_TYPES, GROUP_CURSOR_TYPES
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import UsageError

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption
+from ocigroup_cli.cli.options import OutputOption
 from ocigroup_cli.errors import UsageError
 from ocigroup_cli.localhost import LOCAL_PORT, local_url
 from ocigroup_cli.paths import state_dir
 
 if TYPE_CHECKING:
-    from ocigroup_cli.emulator.faults import FaultPlan
     from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+    from ocigroup_cli.emulator.shared.faults import FaultPlan
 
 app = typer.Typer(help="Run the bundled local OCI Streaming emulator.", no_args_is_help=True)
 
@@ -93,8 +93,8 @@ def serve(
 
     Example: ocigroup emulator serve --port 18418 --trusted-key ~/.oci/oci_api_key_public.pem
     """
-    from ocigroup_cli.emulator.backend import Options
     from ocigroup_cli.emulator.server import ServerConfig
+    from ocigroup_cli.emulator.shared.options import Options
 
     _check_tls(tls_cert, tls_key)
     os.umask(0o077)  # its data (messages, objects) and everything beside it: its owner's alone
@@ -164,7 +164,7 @@ def _read_keys(paths: list[Path]) -> tuple[bytes, ...]:
 
 
 def _fault_plan(faults: str, latency_ms: float, seed: int) -> FaultPlan:
-    from ocigroup_cli.emulator.faults import FaultPlan, parse_rates
+    from ocigroup_cli.emulator.shared.faults import FaultPlan, parse_rates
 
     try:
         rates: dict[str, Any] = dict(parse_rates(faults))
@@ -254,7 +254,7 @@ LocalPort = Annotated[
 @app.command()
 def start(ctx: typer.Context, port: LocalPort = None) -> None:
     """Start the emulator in the background for the `local` profile (key pair made on first use)."""
-    from ocigroup_cli.commands.common import globals_of
+    from ocigroup_cli.cli.options import globals_of
     from ocigroup_cli.ops import local
 
     now, started = local.start(globals_of(ctx).clock, port)
@@ -265,7 +265,7 @@ def start(ctx: typer.Context, port: LocalPort = None) -> None:
 @app.command()
 def stop(ctx: typer.Context, port: LocalPort = None) -> None:
     """Stop the emulator answering on the local port (started by `start` or by the local profile)."""
-    from ocigroup_cli.commands.common import globals_of
+    from ocigroup_cli.cli.options import globals_of
     from ocigroup_cli.ops import local
 
     stopped = local.stop(globals_of(ctx).clock, port)
@@ -282,7 +282,7 @@ def status(
     port: LocalPort = None,
 ) -> None:
     """Say whether the local emulator answers; exit 1 when it does not."""
-    from ocigroup_cli.commands.common import fmt
+    from ocigroup_cli.cli.options import fmt
     from ocigroup_cli.errors import OcigroupError
     from ocigroup_cli.ops import local
 

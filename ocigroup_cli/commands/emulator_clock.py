@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, globals_of
+from ocigroup_cli.cli.options import OutputOption, fmt, globals_of
 from ocigroup_cli.errors import UsageError
 from ocigroup_cli.localhost import local_url
 

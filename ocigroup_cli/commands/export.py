@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.cli.options import OutputOption, fmt, globals_of, load_profile, session
 from ocigroup_cli.core import shellword
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import parse_time_ms

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.cli.options import OutputOption, fmt, globals_of, load_profile, session
 from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339
 
 app = typer.Typer(help="The consumer groups known here.", no_args_is_help=True)

@@ -10,17 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands import all_groups as every
-from ocigroup_cli.commands.all_groups import Looks
-from ocigroup_cli.commands.common import fmt, globals_of, load_profile, session
-from ocigroup_cli.commands.metrics_out import (
-    MetricsFileOpt,
-    MetricsOut,
-    PostIntervalOpt,
-    PostMetricsOpt,
-    ServeMetricsOpt,
-)
-from ocigroup_cli.commands.outage import Outage
+from ocigroup_cli.cli.options import fmt, globals_of, load_profile, session
 from ocigroup_cli.core.health import SEVERITIES, fails
 from ocigroup_cli.core.lag import DEFAULT_LAG_CAP, lag_text, upper
 from ocigroup_cli.core.loss import summary as losses_summary
@@ -28,6 +18,16 @@ from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc33
 from ocigroup_cli.core.timespec import parse_duration_ms
 from ocigroup_cli.core.watch import Event, Held, Member, Watch
 from ocigroup_cli.errors import OcigroupError, ThresholdExceeded, UsageError
+from ocigroup_cli.views import all_groups as every
+from ocigroup_cli.views.all_groups import Looks
+from ocigroup_cli.views.outage import Outage
+from ocigroup_cli.views.sinks import (
+    MetricsFileOpt,
+    MetricsOut,
+    PostIntervalOpt,
+    PostMetricsOpt,
+    ServeMetricsOpt,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from rich.console import Group
     from rich.table import Table
 
-    from ocigroup_cli.commands.common import Globals
+    from ocigroup_cli.cli.options import Globals
     from ocigroup_cli.ops.health import Health
     from ocigroup_cli.ops.inspect import GroupView, PartitionView
     from ocigroup_cli.ops.session import Session
@@ -258,7 +258,7 @@ def _print(
         console.notice(e.text)
         if out not in ("table", "openmetrics"):
             console.emit({**e.to_json(), "at": ms_to_rfc3339(e.at_ms)}, out, one_line=True)
-    if out == "openmetrics":  # the exposition is the output (commands/metrics_out.py)
+    if out == "openmetrics":  # the exposition is the output (views/sinks.py)
         return
     if brief:
         doc = view.summary_json()
@@ -426,7 +426,7 @@ def inspect(
 
 def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[GroupView, Health | None]:
     """Look at the group once, or every `wait_s` with --watch: in place on a terminal, as documents elsewhere;
-    the metrics updated at each look, and a watch kept through the service's outages (commands/outage.py). The
+    the metrics updated at each look, and a watch kept through the service's outages (views/outage.py). The
     last look and its verdict."""
     tracker = Watch()
     shown: list[Event] = []

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session
+from ocigroup_cli.cli.options import OutputOption, fmt, load_profile, session
 from ocigroup_cli.delivery import Delivery
 from ocigroup_cli.errors import Interrupted, OutputFailed, ReaderGone, TransientError, UsageError
 

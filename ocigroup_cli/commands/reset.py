@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, globals_of, load_profile, session
+from ocigroup_cli.cli.options import OutputOption, fmt, globals_of, load_profile, session
 from ocigroup_cli.core import shellword
 from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
@@ -17,7 +17,7 @@ from ocigroup_cli.core.timespec import Position, parse_duration_ms, parse_positi
 from ocigroup_cli.errors import Interrupted, OcigroupError, UsageError
 
 if TYPE_CHECKING:
-    from ocigroup_cli.commands.common import Globals
+    from ocigroup_cli.cli.options import Globals
     from ocigroup_cli.config import Profile
     from ocigroup_cli.ops.reset import PartitionPlan, Plan
     from ocigroup_cli.ops.session import Session

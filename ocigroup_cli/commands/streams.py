@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import OutputOption, fmt, load_profile, session, stream_choice
+from ocigroup_cli.cli.options import OutputOption, fmt, load_profile, session, stream_choice
 
 app = typer.Typer(help="List, show and create streams.", no_args_is_help=True)
 COLUMNS = ["NAME", "PARTITIONS", "STATE", "CREATED", "ID"]  # the OCID last and whole: a terminal wraps it

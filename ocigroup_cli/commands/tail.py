@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import (
+from ocigroup_cli.cli.options import (
     GroupArgument,
     InstanceOption,
     OutputOption,
@@ -20,15 +20,15 @@ from ocigroup_cli.commands.common import (
     load_profile,
     session,
 )
-from ocigroup_cli.commands.lines import ENCODINGS, FORMATS, LineSink, formatter
 from ocigroup_cli.commands.tail_exec import Flags, exec_request, run_exec, value_lines
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import EARLIEST, Position, parse_position
 from ocigroup_cli.delivery import Delivery
 from ocigroup_cli.errors import DataLost, Interrupted, ReaderGone, UsageError
+from ocigroup_cli.views.lines import ENCODINGS, FORMATS, LineSink, formatter
 
 if TYPE_CHECKING:
-    from ocigroup_cli.commands.common import Globals
+    from ocigroup_cli.cli.options import Globals
     from ocigroup_cli.config import Profile
     from ocigroup_cli.core.models import StreamInfo
     from ocigroup_cli.ops.instance import TailOptions

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import typer
 
 from ocigroup_cli import console
-from ocigroup_cli.commands.common import globals_of
+from ocigroup_cli.cli.options import globals_of
 from ocigroup_cli.core.timespec import parse_duration_ms
 from ocigroup_cli.errors import CommandFailed, Interrupted, OcigroupError, UsageError
 

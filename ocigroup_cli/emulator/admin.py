@@ -22,8 +22,8 @@ from typing import Any
 from ocigroup_cli import __version__
 from ocigroup_cli.core import owner
 from ocigroup_cli.core.clock import ManualClock
-from ocigroup_cli.emulator.errors import ServiceError, invalid
-from ocigroup_cli.emulator.wire import Response, json_body
+from ocigroup_cli.emulator.shared.errors import ServiceError, invalid
+from ocigroup_cli.emulator.shared.wire import Response, json_body
 
 HEALTH_SERVICE = "ocigroup-emulator"
 Headers = Callable[[str], list[str]]

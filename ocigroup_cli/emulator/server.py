@@ -24,12 +24,13 @@ from typing import Any, BinaryIO
 
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.emulator.api import Api
-from ocigroup_cli.emulator.auth import Verifier, load_public_key
-from ocigroup_cli.emulator.backend import Backend, Options
-from ocigroup_cli.emulator.faults import Fault, FaultPlan
-from ocigroup_cli.emulator.objectstorage import MAX_OBJECT_BODY
-from ocigroup_cli.emulator.store import Store
-from ocigroup_cli.emulator.wire import Response
+from ocigroup_cli.emulator.objectstorage.storage import MAX_OBJECT_BODY
+from ocigroup_cli.emulator.shared.auth import Verifier, load_public_key
+from ocigroup_cli.emulator.shared.faults import Fault, FaultPlan
+from ocigroup_cli.emulator.shared.options import Options
+from ocigroup_cli.emulator.shared.store import Store
+from ocigroup_cli.emulator.shared.wire import Response
+from ocigroup_cli.emulator.streaming.backend import Backend
 
 log = logging.getLogger("ocigroup.emulator")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -26,7 +26,7 @@ from ocigroup_cli.client.objects import ObjectStore
 from ocigroup_cli.config import LOCAL_SOURCE, Profile
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.retention import Protection, parse_days, protection, shortfall
-from ocigroup_cli.errors import NotFound, OcigroupError, ServiceError, TransientError, UsageError
+from ocigroup_cli.errors import NotFound, OcigroupError, PreconditionFailed, ServiceError, TransientError, UsageError
 from ocigroup_cli.export import manifest
 from ocigroup_cli.export.claim import Claim
 from ocigroup_cli.export.location import MANIFEST_OBJECT, BucketPrefix, parse_bucket
@@ -153,9 +153,7 @@ def commit(
     doc["destination"] = {"uri": where.uri, "retention": None if kept is None else kept.to_json()}
     try:
         store.put_bytes(where.manifest, (json.dumps(doc, indent=2) + "\n").encode())
-    except ServiceError as exc:
-        if exc.status != 412:
-            raise
+    except PreconditionFailed:
         raise OcigroupError(f"--out {where.uri}: another export committed its manifest to this prefix meanwhile; "
                             "this one's objects are left beside it.") from None  # fmt: skip
     return doc

@@ -5,6 +5,7 @@ passes through the driver. A partition cut into several slices is hashed across 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import tempfile
 from collections.abc import Callable, Iterator
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli.client.objects import ObjectStore, expected_md5
-from ocigroup_cli.errors import OcigroupError, ServiceError
+from ocigroup_cli.errors import OcigroupError, PreconditionFailed, ServiceError
 from ocigroup_cli.export import manifest
 from ocigroup_cli.export.location import BucketPrefix, parse_bucket
 from ocigroup_cli.export.plan import Plan
@@ -34,11 +35,8 @@ def upload(store: ObjectStore, name: str, path: Path) -> str:
     one with other content is a killed run's, landed after the prefix was cleared (the run holds the prefix's
     claim: no live run of this machine writes there): removed, and this one uploaded in its place."""
     for attempt in range(2):
-        try:
+        with contextlib.suppress(PreconditionFailed):  # the name is taken: whose is it?
             return store.put_file(name, path)
-        except ServiceError as exc:
-            if exc.status != 412:
-                raise
         there = store.head(name)
         if there is not None and there.size == path.stat().st_size and there.md5 == expected_md5(path):
             return there.md5

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import http.client
 import itertools
-import json
 import os
 import secrets
 import signal
@@ -17,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ocigroup_cli import inputs
+from ocigroup_cli.client import emulator
 from ocigroup_cli.core import owner
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import ConfigError, OcigroupError
@@ -95,21 +94,11 @@ def status(port: int | None = None) -> Status:
     port = port or local_port()
     key = owner_key()
     nonce = secrets.token_hex(16)
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
-    try:
-        headers = {} if key is None else {owner.HEADER: owner.asking(key, nonce)}
-        conn.request("GET", f"/_emulator/health?nonce={nonce}", headers=headers)
-        resp = conn.getresponse()
-        body = resp.read(64 << 10)
-    except (OSError, http.client.HTTPException):
+    headers = {} if key is None else {owner.HEADER: owner.asking(key, nonce)}
+    info = emulator.health(port, f"/_emulator/health?nonce={nonce}", headers)
+    if info is None:
         return Status(False, local_url(port))
-    finally:
-        conn.close()
-    try:
-        info = json.loads(body)
-    except ValueError:
-        info = None
-    if resp.status != 200 or not isinstance(info, dict) or info.get("service") != HEALTH_SERVICE:
+    if info.get("service") != HEALTH_SERVICE:
         return Status(False, local_url(port), foreign=True)
     version = info.get("version") if isinstance(info.get("version"), str) else None
     if key is None or not owner.same(info.get("proof"), owner.answering(key, nonce)):

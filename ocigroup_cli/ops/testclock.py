@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.clock import ServiceClock
-from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.errors import NotFound, OcigroupError
 from ocigroup_cli.paths import read_json_object, replace_file, state_dir
 
 
@@ -56,14 +56,9 @@ def attach(client: StreamingClient, clock: ServiceClock) -> None:
 def _ask(client: StreamingClient, endpoint: str) -> int | None:
     """The emulator's clock now (ms), or None: not in test mode any more (then forgotten), or not answering."""
     try:
-        answer = client.emulator_clock()
-    except (OSError, http.client.HTTPException, OcigroupError):
-        return None
-    if answer.status == 404:
+        return client.emulator_clock()
+    except NotFound:
         _mark(endpoint, False)
         return None
-    try:
-        now = answer.json().get("nowMs") if answer.status == 200 else None
-    except (ValueError, AttributeError):
+    except (OSError, http.client.HTTPException, OcigroupError):
         return None
-    return now if isinstance(now, int) else None

@@ -15,7 +15,7 @@ from ocigroup_cli.app import run
 from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.transport import proxy_for
 from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.emulator.backend import Options
+from ocigroup_cli.emulator.shared.options import Options
 from tests.helpers.proxy import LoopbackProxy
 from tests.helpers.service import Sdk, start_server, write_config
 from tests.helpers.tls import TEST_HOST, make_self_signed, make_tls

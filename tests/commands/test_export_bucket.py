@@ -17,7 +17,7 @@ import oci
 import pytest
 
 from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.emulator.faults import FaultPlan
+from ocigroup_cli.emulator.shared.faults import FaultPlan
 from ocigroup_cli.errors import ExitCode
 from tests.helpers import cli as proc
 from tests.helpers.service import Sdk, start_server, write_config

@@ -17,7 +17,7 @@ import pytest
 
 from ocigroup_cli import localhost
 from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.emulator.faults import FaultPlan
+from ocigroup_cli.emulator.shared.faults import FaultPlan
 from ocigroup_cli.errors import ExitCode
 from ocigroup_cli.export import manifest
 from tests.helpers import cli as proc

@@ -167,7 +167,7 @@ def test_the_scrape_target_outlives_an_outage_of_the_service_and_says_so(busy):
     """The service answers 503 to everything for a while (past the client's retries): the watch goes on, the
     scrape target answers 503 (Prometheus marks it down, never stale figures that look current), and it serves
     again once the service answers."""
-    from ocigroup_cli.emulator.faults import FaultPlan
+    from ocigroup_cli.emulator.shared.faults import FaultPlan
 
     sdk, _, config, env = busy
     args = [proc.exe(), "--config", config, "-o", "json", "inspect", "--watch", "--interval", "0.3s"]

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.emulator.auth import fingerprint, load_public_key
+from ocigroup_cli.emulator.shared.auth import fingerprint, load_public_key
 from tests.helpers.cli import clean_env, run
 from tests.helpers.service import Sdk, start_server, write_config
 

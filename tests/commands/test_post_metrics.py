@@ -1,6 +1,6 @@
 """`inspect --post-metrics`: OCI Monitoring's PostMetricData, rehearsed on the emulator. The bodies hold only what
-the oci SDK's models name, the emulator takes what the SDK posts and refuses what the service refuses, a partial
-refusal is reported (exit 1), and 50 metric streams go in one call."""
+the oci SDK's models name, a partial refusal is reported (exit 1), and 50 metric streams go in one call. (What the
+emulator takes and refuses: tests/emulator/monitoring/.)"""
 
 from __future__ import annotations
 
@@ -21,12 +21,6 @@ MODELS = oci.monitoring.models
 def received(url: str) -> list[dict]:
     with urllib.request.urlopen(f"{url}/_emulator/metrics", timeout=5) as answer:
         return json.loads(answer.read())
-
-
-def _monitoring(api_key, url: str) -> oci.monitoring.MonitoringClient:
-    return oci.monitoring.MonitoringClient(
-        api_key.config(), service_endpoint=url, retry_strategy=oci.retry.NoneRetryStrategy()
-    )
 
 
 @pytest.fixture
@@ -82,36 +76,6 @@ def _readme() -> str:
     from pathlib import Path
 
     return (Path(__file__).resolve().parents[2] / "README.md").read_text()
-
-
-def test_the_emulator_takes_what_the_sdk_posts_and_refuses_what_the_service_refuses(group_of, api_key):
-    server, _, _ = group_of(1)
-    client = _monitoring(api_key, server.url)
-    now = oci.util.datetime.datetime.now(oci.util.datetime.timezone.utc)
-
-    def metric(name="lag", namespace="ocigroup", dimensions=None, when=now, group=None):
-        return MODELS.MetricDataDetails(
-            namespace=namespace, compartment_id="ocid1.compartment.oc1..test", name=name, resource_group=group,
-            dimensions=dimensions or {"group": "billing"}, datapoints=[MODELS.Datapoint(timestamp=when, value=3.5)],
-        )  # fmt: skip
-
-    old = now - oci.util.datetime.timedelta(hours=3)
-    batch = [metric(), metric(namespace="oci_streaming"), metric(name="9lives"), metric(dimensions={"g": "x" * 600}),
-             metric(when=old), metric(group="1 bad/group"), metric(name="fleet", group="eu-fleet.$1")]  # fmt: skip
-    answer = client.post_metric_data(MODELS.PostMetricDataDetails(metric_data=batch)).data
-    assert answer.failed_metrics_count == 5
-    messages = [f.message for f in answer.failed_metrics]
-    assert any("reserved" in m for m in messages) and any("2 hours" in m for m in messages)
-    assert any("Invalid resourceGroup '1 bad/group'" in m for m in messages)
-    assert [m["name"] for m in received(server.url)] == ["lag", "fleet"]  # NON_ATOMIC: the valid ones were taken
-    many = [metric(dimensions={"partition": str(i)}) for i in range(51)]
-    with pytest.raises(oci.exceptions.ServiceError) as refused:
-        client.post_metric_data(MODELS.PostMetricDataDetails(metric_data=many))
-    assert refused.value.status == 400 and "50" in refused.value.message
-    atomic = MODELS.PostMetricDataDetails(metric_data=batch[:2], batch_atomicity="ATOMIC")
-    with pytest.raises(oci.exceptions.ServiceError):
-        client.post_metric_data(atomic)
-    assert len(received(server.url)) == 2
 
 
 def test_a_partial_refusal_is_reported_and_fails_the_run(group_of):

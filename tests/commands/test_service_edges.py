@@ -14,7 +14,7 @@ import zlib
 import pytest
 
 from ocigroup_cli.core.clock import SystemClock
-from ocigroup_cli.emulator.backend import Options
+from ocigroup_cli.emulator.shared.options import Options
 from tests.helpers import cli as proc
 from tests.helpers.service import Sdk, start_server, write_config
 
@@ -133,7 +133,7 @@ def test_offsets_never_committed_reported_as_minus_one_mean_nothing_committed(re
 def test_ctrl_c_during_a_look_ends_inspect_at_once_not_when_its_reads_answer(real):
     """The look reads its partitions on threads; Ctrl-C while it waits for them ends the command then (exit 130),
     closing the connections under the reads, instead of once every slow read has answered (7.3 s of 8 before)."""
-    from ocigroup_cli.emulator.faults import FaultPlan
+    from ocigroup_cli.emulator.shared.faults import FaultPlan
 
     sdk, config, env = real(transition_ms=0)
     sid = sdk.stream(partitions=4, name="orders")

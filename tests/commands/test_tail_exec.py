@@ -275,9 +275,9 @@ def test_a_closed_stdout_is_refused_before_joining(api_key, tmp_path):
 
     with world(api_key, tmp_path) as w:
         w.publish(["a"])
-        r = subprocess.run([proc.exe(), *w.args("--exec", "true", "-e")], env=w.env, capture_output=False,
-                           stdout=None, stderr=subprocess.PIPE, pass_fds=(), close_fds=True,
-                           preexec_fn=lambda: os.close(1))  # fmt: skip
+        # the shell closes stdout, then runs tail (no preexec_fn: forking a worker with gRPC threads may abort)
+        r = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", proc.exe(), *w.args("--exec", "true", "-e")],
+                           env=w.env, stderr=subprocess.PIPE)  # fmt: skip
         assert r.returncode == 2 and b"stdout is closed: the commands would have none." in r.stderr, r.stderr
         assert w.sdk.group_missing(w.sid, GROUP)
 

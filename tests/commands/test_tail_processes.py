@@ -185,7 +185,7 @@ def test_tail_waits_out_an_outage_longer_than_the_deadline_and_reads_on(api_key,
     """The service fails (503) for longer than deadline_s, GetGroup first: reads, assignment checks and commits are
     patient, so tail says it waits, and delivers what came meanwhile once the service answers (an outage that met
     an assignment check first used to end it, exit 4)."""
-    from ocigroup_cli.emulator.faults import FaultPlan
+    from ocigroup_cli.emulator.shared.faults import FaultPlan
 
     server = start_server(api_key, SystemClock())
     tail = None

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from ocigroup_cli.core.assignment import assign
 from ocigroup_cli.core.clock import ManualClock
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
-from ocigroup_cli.emulator.backend import Backend, Options
-from ocigroup_cli.emulator.errors import ServiceError
-from ocigroup_cli.emulator.store import Store
+from ocigroup_cli.emulator.shared.errors import ServiceError
+from ocigroup_cli.emulator.shared.options import Options
+from ocigroup_cli.emulator.shared.store import Store
+from ocigroup_cli.emulator.streaming.backend import Backend
 from tests.core.assignment_oracle import best_kept, brute_best_kept, check_sticky, check_valid, kept
 from tests.helpers.cases import HYPOTHESIS_CASES
 

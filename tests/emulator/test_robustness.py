@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from ocigroup_cli.core.clock import ManualClock
 from ocigroup_cli.emulator.api import Api
-from ocigroup_cli.emulator.backend import Backend
 from ocigroup_cli.emulator.server import is_loopback
-from ocigroup_cli.emulator.store import Store
+from ocigroup_cli.emulator.shared.store import Store
+from ocigroup_cli.emulator.streaming.backend import Backend
 from tests.emulator.strategies import bodies
 
 

@@ -19,9 +19,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ocigroup_cli.core import owner
 from ocigroup_cli.core.clock import ManualClock, SystemClock
-from ocigroup_cli.emulator.auth import fingerprint
-from ocigroup_cli.emulator.backend import Options
 from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+from ocigroup_cli.emulator.shared.auth import fingerprint
+from ocigroup_cli.emulator.shared.options import Options
 from ocigroup_cli.ops import local
 from ocigroup_cli.ops.local import write_key_pair
 from reliability.procs import free_port

@@ -8,9 +8,9 @@ import pytest
 from ocigroup_cli.client.buckets import BucketClient
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import LOCAL_SOURCE, resolve
-from ocigroup_cli.emulator.auth import fingerprint, load_public_key
-from ocigroup_cli.emulator.backend import Options
 from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
+from ocigroup_cli.emulator.shared.auth import fingerprint, load_public_key
+from ocigroup_cli.emulator.shared.options import Options
 from ocigroup_cli.ops import local, target
 from tests.helpers.service import TEST_TRANSITION_MS
 
