@@ -54,6 +54,7 @@ HEAVY = (
     "tests/export/",
     "tests/reliability/test_scenarios.py",
     "tests/test_readme.py::test_an_export_for_audit",
+    "tests/benchmarks/test_tiny_spark.py",
 )
 
 

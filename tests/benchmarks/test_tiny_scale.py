@@ -45,7 +45,7 @@ def test_every_benchmark_has_a_tiny_run_and_is_in_bench_all():
     assert modules == set(QUICK), "a benchmark `make bench-all` leaves out"
 
 
-SPARK = {"benchmarks.export_bench", "benchmarks.bucket_bench"}  # tests/benchmarks/test_tiny_spark.py
+SPARK = {"benchmarks.export_bench", "benchmarks.bucket_bench"}  # in tests/benchmarks/test_tiny_spark.py
 
 
 @pytest.mark.parametrize("module", sorted(TINY))

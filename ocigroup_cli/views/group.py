@@ -1,0 +1,204 @@
+"""How one look at a group is shown: its summary line, the partitions table, the health table, the watch screen
+(the latest events first, the members, the partitions, the health) and, off a terminal, the look as documents
+and notices (`show`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ocigroup_cli import console
+from ocigroup_cli.core.lag import lag_text
+from ocigroup_cli.core.loss import summary as losses_summary
+from ocigroup_cli.core.timefmt import human_duration, ms_to_rfc3339, parse_rfc3339_ms
+
+if TYPE_CHECKING:
+    from rich.console import Group
+    from rich.table import Table
+
+    from ocigroup_cli.core.watch import Event, Member
+    from ocigroup_cli.ops.health import Health
+    from ocigroup_cli.ops.inspect import GroupView, PartitionView
+
+COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "NEXT", "NEWEST (AGE)", "LAG", "TIME-LAG"]
+
+
+def _newest(offset: int | None, time: str | None, now_ms: int) -> str | None:
+    if offset is None or time is None:
+        return None
+    return f"{offset} ({human_duration(max(0, now_ms - parse_rfc3339_ms(time)) / 1000)})"
+
+
+def summary(view: GroupView) -> str:
+    """The group in one line: state, members, total lag, the oldest waiting message's age."""
+    if view.gone is not None:
+        return (
+            f"group {view.group} on {view.stream}: GONE, {view.gone.reason(parse_rfc3339_ms(view.at))} (at {view.at})"
+        )
+    b = view.balance
+    lag = lag_text(view.total_lag, any(p.lag_capped for p in view.partitions), view.total_at_most)
+    spread = f"{b.expected_min}-{b.expected_max}" if b.expected_min != b.expected_max else f"{b.expected_max}"
+    members = f"{len(b.instances)} member(s)" + (f" with {spread} partition(s) each" if b.instances else "")
+    loss = f", {losses_summary(view.losses)}" if view.losses else ""
+    return (
+        f"group {view.group} on {view.stream}: {view.state}, {members}, total lag {lag}, "
+        f"max time lag {human_duration(view.max_time_lag_s)}{loss} (at {view.at})"
+    )
+
+
+def table(view: GroupView) -> Table:
+    now = parse_rfc3339_ms(view.at)
+    rows = [
+        [
+            p.partition,
+            p.instance,
+            None if p.seconds_left is None else human_duration(p.seconds_left),
+            _committed(p),
+            p.next_offset,
+            _newest(p.newest_offset, p.newest_time, now),
+            lag_text(p.lag_messages, p.lag_capped, p.lag_at_most),
+            None if p.time_lag_s is None else human_duration(p.time_lag_s),
+        ]
+        for p in view.partitions
+    ]
+    return console.table(COLUMNS, rows)
+
+
+def _committed(p: PartitionView) -> object:
+    if p.lost is None:
+        return p.committed_offset
+    mark = "LOST?" if p.lost.possible else "LOST"
+    return mark if p.committed_offset is None else f"{p.committed_offset} {mark}"
+
+
+def balance_warnings(view: GroupView, options: str) -> None:
+    from ocigroup_cli.core.loss import resume_command
+
+    for x in view.losses:
+        console.warn(x.text())
+    if view.losses:
+        target = view.resume_target()
+        console.warn(
+            f"group {view.group} cannot read on until it is moved, skipping nothing still retained: "
+            f"{resume_command(view.group, target, options)}"
+        )
+    b = view.balance
+    if b.unowned:
+        console.warn(f"partitions without a live owner: {', '.join(map(str, b.unowned))}")
+    for name in b.overloaded:
+        console.warn(f"instance {name} holds {b.instances[name]} partitions (expected at most {b.expected_max})")
+    for name in b.underloaded:
+        console.warn(f"instance {name} holds {b.instances[name]} partitions (expected at least {b.expected_min})")
+
+
+def render(view: GroupView, health: Health | None) -> object:
+    """The summary above the table as a line of its own, wrapped between words to the terminal (a table's title
+    is not wrapped on a console that soft-wraps, and the terminal then cut it mid-word), then the table."""
+    from rich.console import Group
+    from rich.text import Text
+
+    line = console.visible(summary(view))  # a dumb terminal is drawn at its own width: nothing to wrap for it
+    head = Text(console.clauses(line, console.out().width) if console.redraws() else line, style="italic")
+    if view.gone is not None:  # no partition, no verdict to tabulate: the line says it all
+        return head
+    return Group(head, table(view)) if health is None else Group(head, table(view), health_table(health))
+
+
+def pace(health: Health) -> str:
+    text = health.catchup_text()
+    return f", {text}" if text else ""
+
+
+def health_table(health: Health, screen: bool = False) -> Group:
+    """The verdict as a line of its own above the table: as the table's title it would be wrapped to the width of
+    three narrow columns, a centred block of fragments on an 80-column terminal. On a watch's `screen`, of fixed
+    height, each reason is one line (the whole reason is in the JSON, and in `inspect --health`)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    rows = [[v.partition, v.verdict, v.reason] for v in health.partitions]
+    widened = (
+        f" widened from {human_duration(health.asked_window_s)}" if health.window_s > health.asked_window_s else ""
+    )
+    title = (
+        f"health: {health.verdict}{pace(health)} (the worst partition's; {health.samples} sample(s), "
+        f"window {human_duration(health.window_s)}{widened})"
+    )
+    cut = ("WHY",) if screen else ()
+    title = console.visible(title)
+    return Group(Text(console.clauses(title, console.out().width) if screen else title, style="italic"),
+                 console.table(["PARTITION", "HEALTH", "WHY"], rows, cut=cut))  # fmt: skip
+
+
+def _members(members: list[Member]) -> Table:
+    rows = [
+        [
+            m.instance,
+            ",".join(map(str, m.partitions)),
+            human_duration(m.left_s),
+            f"SILENT {human_duration(m.renewed_s)}" if m.silent else f"{human_duration(m.renewed_s)} ago",
+        ]
+        for m in members
+    ]
+    return console.table(["INSTANCE", "PARTITIONS", "LEFT", "LAST HEARTBEAT"], rows, title=f"{len(members)} member(s)")
+
+
+def screen(view: GroupView, health: Health | None, members: list[Member], events: list[Event], now_ms: int,
+            trouble: str | None = None) -> Group:  # fmt: skip
+    """The watch screen: the latest events first (a long table must not push them off the screen), the members,
+    the partitions, the health; `trouble`: why the look shown is not a new one."""
+    from rich.console import Group
+    from rich.text import Text
+
+    top = Text(f"{console.visible(trouble)}; Ctrl-C to stop", style="bold red") if trouble else None
+    head: list[Any] = [top or Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
+    rest: list[Any] = [
+        Text(""),
+        _members(members),
+        Text(""),
+        Text(console.clauses(console.visible(summary(view)), console.out().width), style="italic"),
+        table(view),
+    ]
+    if health is not None:
+        rest += [Text(""), health_table(health, screen=True)]
+    # a last, empty line: tables fill the width, and a ^C the terminal echoes after a full line would wrap it,
+    # so that the final redraw would start a line low and leave a copy of the top line behind
+    rest.append(Text(""))
+    room = console.out().height - _lines(Group(*head, *rest))  # the latest events that fit the screen
+    shown = events[-room:] if room > 0 else []
+    lines = [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {console.visible(e.text)}", no_wrap=True, overflow="ellipsis")
+             for e in shown]  # fmt: skip
+    return Group(*head, *(lines or ([] if events else [Text("no events yet")])), *rest)
+
+
+def _lines(group: Group) -> int:
+    """How many lines `group` takes on the terminal."""
+    term = console.out()
+    return len(term.render_lines(group, term.options, pad=False))
+
+
+def show(
+    view: GroupView, health: Health | None, events: list[Event], out: str, watch: bool, brief: bool, options: str
+) -> None:
+    """Off a terminal, or without --watch: events as notices (and, for JSON and YAML, as documents), then the
+    snapshot (`brief`: the summary alone), and what to know to trust the verdict."""
+    for note in [] if health is None or watch else health.notes():  # a watch's screen says it in its title
+        console.warn(note)
+    for e in events:
+        console.notice(e.text)
+        if out not in ("table", "openmetrics"):
+            console.emit({**e.to_json(), "at": ms_to_rfc3339(e.at_ms)}, out, one_line=True)
+    if out == "openmetrics":  # the exposition is the output (views/sinks.py)
+        return
+    if brief:
+        doc = view.summary_json()
+        if health is not None:  # the same health object as the full JSON's
+            doc = {**doc, "health": health.to_json(), "catchup_eta_s": health.to_json()["catchup_eta_s"]}
+        line = summary(view) + ("" if health is None else f", health {health.verdict}{pace(health)}")
+        # a summary is one line in JSON too: `>> file.ndjson` from cron appends one object a run
+        console.emit({"event": "snapshot", **doc} if watch else doc, out, lambda: line, one_line=True)
+        return
+    doc = view.to_json() if health is None else {**view.to_json(), "health": health.to_json()}
+    if watch and out != "table":
+        doc = {"event": "snapshot", **doc}
+    console.emit(doc, out, lambda: render(view, health), one_line=watch)
+    balance_warnings(view, options)
