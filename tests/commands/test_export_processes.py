@@ -4,12 +4,14 @@ starting Spark itself; interrupted with Ctrl-C and kill -9; data at the service'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -254,9 +256,19 @@ def test_the_warm_engine_starts_once_with_a_notice_is_reused_and_stops_on_reques
     )
 
 
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
 def _left(state: Path) -> list[str]:
     """What runs (zombies aside) with `state`, or a directory below it, as its state directory: an engine's
-    supervisor, its JVM and its Python workers inherit it."""
+    supervisor, its JVM and its Python workers inherit it. Each as its pid and the start of its command line."""
+    return [f"{pid} {command[:120]}" for pid, command in _running_with(state)]
+
+
+def _running_with(state: Path) -> list[tuple[int, str]]:
+    """(pid, whole command line) of what runs with `state` as its state directory (or one below it)."""
     mark = f"OCIGROUP_STATE_DIR={state}".encode()
     found = []
     for entry in Path("/proc").iterdir():
@@ -268,7 +280,7 @@ def _left(state: Path) -> list[str]:
         except OSError:
             continue
         if any(v == mark or v.startswith(mark + b"/") for v in env) and _running(int(entry.name)):
-            found.append(f"{entry.name} {command[:120]}")
+            found.append((int(entry.name), command))
     return found
 
 
@@ -303,7 +315,19 @@ def test_ctrl_c_while_spark_starts_leaves_no_engine(serve, tmp_path, when):
     state = tmp_path / "state"
 
     def now(raw: bytes) -> bool:
-        return b"export: starting Spark" in raw and (when == "at once" or any("SparkSubmit" in p for p in _left(state)))
+        """Ctrl-C now? Once its JVM runs, the JVM is held (SIGSTOP) until a second after the Ctrl-C, so that the
+        engine cannot finish starting (and the 8-row export finish) before the Ctrl-C lands, however busy the host:
+        the phase is held, not raced. The JVM is found by its whole command line (its start is a long classpath)."""
+        if b"export: starting Spark" not in raw:
+            return False
+        if when == "at once":
+            return True
+        jvms = [pid for pid, command in _running_with(state) if "org.apache.spark.deploy.SparkSubmit" in command
+                and "java" in command.split(" ", 1)[0]]  # fmt: skip
+        for pid in jvms:
+            os.kill(pid, signal.SIGSTOP)
+            threading.Timer(1.0, _signal, (pid, signal.SIGCONT)).start()
+        return bool(jvms)
 
     args = ["--config", served.config, "export", "--out", str(tmp_path / "c"), "--partition", "0-3"]
     screen = proc.on_pty([*args, "--from-offset", "0", "--master", "local[1]"], served.env, 120, ctrl_c_when=now)
