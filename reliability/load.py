@@ -89,7 +89,7 @@ class Observer(threading.Thread):
     """Samples GetGroup every `interval` seconds from one thread, so its samples are in request order.
 
     The service allows 5 GetGroup a second per group, and the `tail` instances use half of that together
-    (ocigroup_cli.ops.tail.GROUP_CALLS_SHARE): the observer keeps to the other half, so that neither it nor
+    (ocigroup_cli.instance.tail.GROUP_CALLS_SHARE): the observer keeps to the other half, so that neither it nor
     the instances are answered 429 (asking faster only got fewer samples, late, and slowed the instances).
     """
 

@@ -13,7 +13,8 @@ FORBIDDEN = {
     "core": {"client", "ops", "commands", "emulator", "export", "app", "console", "errors", "paths", "config"},
     "emulator": {"client", "ops", "commands", "export", "app", "console", "errors", "paths"},
     "client": {"ops", "commands", "emulator", "export", "app", "console"},
-    "ops": {"commands", "emulator", "export", "app", "console"},
+    "ops": {"commands", "emulator", "export", "app", "console", "instance", "cli", "views"},
+    "instance": {"commands", "emulator", "export", "app", "console", "cli", "views"},
     "export": {"ops", "commands", "emulator", "app", "console"},
     "commands": {"client", "emulator", "export"},  # commands parse, call ops (or their own engine) and render
     "cli": {"client", "emulator", "export", "commands", "views"},  # the frame commands share

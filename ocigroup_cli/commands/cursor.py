@@ -48,9 +48,9 @@ def _kind_and_time(
 def _join(s: Session, group: str, me: str, kind: str, when: int | None, join_live: bool, now_ms: int) -> GroupCursor:
     """Join `group` as `me` (one name: a {random} template names who joined), taking partitions from live
     instances only on purpose."""
+    from ocigroup_cli.instance.peek import live_others
     from ocigroup_cli.ops.cursor import group_cursor
     from ocigroup_cli.ops.groups import remember
-    from ocigroup_cli.ops.peek import live_others
 
     others = live_others(s.client, s.stream, group, me, now_ms)
     confirm_joining(group, others or [], join_live, "--partition P for a partition cursor, which joins nothing")

@@ -31,10 +31,10 @@ if TYPE_CHECKING:
     from ocigroup_cli.cli.options import Globals
     from ocigroup_cli.config import Profile
     from ocigroup_cli.core.models import StreamInfo
-    from ocigroup_cli.ops.instance import TailOptions
-    from ocigroup_cli.ops.member import Member
+    from ocigroup_cli.instance.member import Member
+    from ocigroup_cli.instance.options import TailOptions
+    from ocigroup_cli.instance.tail import Tail, TailStats
     from ocigroup_cli.ops.session import Session
-    from ocigroup_cli.ops.tail import Tail, TailStats
 
 M = TypeVar("M", bound="Member")
 
@@ -261,8 +261,8 @@ def _peek(
     partition: int | None,
     offset: int | None,
 ) -> None:
+    from ocigroup_cli.instance.peek import peek
     from ocigroup_cli.ops.groups import named
-    from ocigroup_cli.ops.peek import peek
 
     try:  # SIGTERM arrives as KeyboardInterrupt (app.py)
         with named(s.stream, name, list(profile.file_groups), s.options):
@@ -277,7 +277,7 @@ def _peek(
 
 def _writer(sink: LineSink) -> Callable[..., Tail]:
     """What `_instance` makes for a tail that writes its messages to `sink`."""
-    from ocigroup_cli.ops.tail import Tail
+    from ocigroup_cli.instance.tail import Tail
 
     def make(s: Session, options: TailOptions, clock: Clock, status: Callable[[TailStats], None] | None) -> Tail:
         return Tail(s.client, s.stream, options, clock, sink, console.notice, status)
@@ -314,10 +314,10 @@ def instance_of(
 ) -> Iterator[M]:  # fmt: skip
     """The group instance this tail runs as (`make(session, options, clock, status)`), once it is clear that it may
     join (a new group, or live instances), while no other process on this host runs as the same instance."""
+    from ocigroup_cli.instance.options import TailOptions
+    from ocigroup_cli.instance.peek import live_others
     from ocigroup_cli.ops.claim import claim_instance
     from ocigroup_cli.ops.groups import in_use_since, remember
-    from ocigroup_cli.ops.instance import TailOptions
-    from ocigroup_cli.ops.peek import live_others
 
     me = profile.instance_name()
     with claim_instance(s.stream.id, name, me, chosen=profile.sources["group.instance"] != "default"):

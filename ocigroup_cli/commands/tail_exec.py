@@ -1,5 +1,5 @@
 """`ocigroup tail GROUP --exec CMD`: the options of a script run as a group instance, checked before it joins, the
-instance that runs it (ops/worker.py), and what it says when it stops."""
+instance that runs it (instance/worker.py), and what it says when it stops."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ if TYPE_CHECKING:
     from ocigroup_cli.core.clock import Clock
     from ocigroup_cli.core.models import Message
     from ocigroup_cli.core.timespec import Position
-    from ocigroup_cli.ops.crew import Verdict
-    from ocigroup_cli.ops.deadletter import DeadLetter
-    from ocigroup_cli.ops.instance import TailOptions, TailStats
+    from ocigroup_cli.instance.crew import Verdict
+    from ocigroup_cli.instance.deadletter import DeadLetter
+    from ocigroup_cli.instance.options import TailOptions, TailStats
+    from ocigroup_cli.instance.worker import Worker, WorkStats
     from ocigroup_cli.ops.session import Session
-    from ocigroup_cli.ops.worker import Worker, WorkStats
 
 ON_FAILURE = ("stop", "dead-letter", "skip")
 DEFAULT_GRACE = "30s"
@@ -111,7 +111,7 @@ def run_exec(
 ) -> None:  # fmt: skip
     """Join as one instance that runs the command (`instance_of`: tail's way of joining), then say what it did (and
     stop as it stopped)."""
-    from ocigroup_cli.ops.crew import Crew, ExecOptions
+    from ocigroup_cli.instance.crew import Crew, ExecOptions
 
     g = globals_of(ctx)
     options = ExecOptions(r.command, r.batch or 1, r.batch is not None, r.concurrency, r.retries, r.on_failure,
@@ -122,7 +122,7 @@ def run_exec(
     with _dead_letter(s, r, name, g.clock) as dead:
 
         def make(s: Session, tail: TailOptions, clock: Clock, status: Callable[[TailStats], None] | None) -> Worker:
-            from ocigroup_cli.ops.worker import Worker
+            from ocigroup_cli.instance.worker import Worker
 
             crew = Crew(options, names, clock, notice, console.pass_err, dead, reader_gone=gone)
             manual = dataclasses.replace(tail, commit_on_get=False)  # reads run ahead of the work: commits follow it
@@ -168,7 +168,7 @@ def _reader_of_stdout() -> Callable[[], bool]:
 def value_lines(line: Callable[[Message], bytes]) -> Callable[[Message], bytes]:
     """`--exec-batch` with `-f value`: one value a line, which a value holding a newline breaks. Said once, loudly
     (the command sees more lines than OCIGROUP_COUNT): -f json keeps every message on a line of its own."""
-    from ocigroup_cli.ops.crew import where
+    from ocigroup_cli.instance.crew import where
 
     said = threading.Event()
 
@@ -193,7 +193,7 @@ def notice(message: str) -> None:
 @contextlib.contextmanager
 def _dead_letter(s: Session, r: Request, group: str, clock: Clock) -> Iterator[DeadLetter | None]:
     """The destination, opened (a file) or found (a stream) before joining: one that cannot be used is refused."""
-    from ocigroup_cli.ops import deadletter
+    from ocigroup_cli.instance import deadletter
 
     dead: DeadLetter | None = None
     if r.dead_letter is not None:
@@ -254,8 +254,8 @@ def _report(worker: Worker, work: WorkStats, output: str | None, names: dict[str
 
 
 def _failure(v: Verdict) -> OcigroupError:
-    from ocigroup_cli.ops.command import NOT_RUNNABLE
-    from ocigroup_cli.ops.crew import where
+    from ocigroup_cli.instance.command import NOT_RUNNABLE
+    from ocigroup_cli.instance.crew import where
 
     if v.outcome.stderr:  # part of the error: said with -q too
         console.notice("ocigroup: the command's last lines on stderr:", quiet_too=True)

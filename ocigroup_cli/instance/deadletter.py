@@ -23,7 +23,7 @@ from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import TransientError, UsageError
-from ocigroup_cli.ops.command import Outcome
+from ocigroup_cli.instance.command import Outcome
 from ocigroup_cli.ops.publish import publish
 
 

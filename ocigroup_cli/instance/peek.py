@@ -7,8 +7,8 @@ from collections.abc import Callable
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.errors import NotFound, RetentionLost, UsageError
+from ocigroup_cli.instance.tail import Sink
 from ocigroup_cli.ops.positions import open_partition
-from ocigroup_cli.ops.tail import Sink
 
 
 def live_others(client: StreamingClient, stream: StreamInfo, group: str, me: str, now_ms: int) -> list[str] | None:

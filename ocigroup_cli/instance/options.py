@@ -1,4 +1,4 @@
-"""What a group instance (ops/tail.py) is given and what it reports: its options, the sink it writes to, its
+"""What a group instance (instance/tail.py) is given and what it reports: its options, the sink it writes to, its
 figures."""
 
 from __future__ import annotations

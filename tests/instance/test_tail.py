@@ -18,7 +18,7 @@ from ocigroup_cli.config import resolve
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.core.session import Rules
 from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
-from ocigroup_cli.ops.tail import Tail, TailOptions
+from ocigroup_cli.instance.tail import Tail, TailOptions
 from tests.helpers.service import Sdk, start_server, write_config
 
 
@@ -230,7 +230,7 @@ def test_the_first_look_at_the_group_waits_a_random_part_of_its_interval(emulato
                                                                           share):  # fmt: skip
     """Tails started together (a deployment) spread their first GetGroup over the check interval (2 s with
     heartbeats every 3 s; the interval is the heartbeat's when that is shorter, and the share applies to it)."""
-    from ocigroup_cli.ops.tail import ASSIGNMENT_CHECK_S
+    from ocigroup_cli.instance.tail import ASSIGNMENT_CHECK_S
 
     sid = sdk.stream(partitions=1)
     sdk.put(sid, [("k", f"m{i}") for i in range(8)])

@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM for a loop that must stop in order (ops/worker.py): they are counted, not raised anywhere.
+"""SIGINT and SIGTERM for a loop that must stop in order (instance/worker.py): they are counted, not raised anywhere.
 The first one interrupts only a wait on the network (`network()`: an outage is not waited out at Ctrl-C); the loop
 sees the count and stops at its next turn, with its bookkeeping whole; a second tells it to hurry. Only the main
 thread takes signals (a test running the CLI in another thread installs nothing)."""

@@ -3,7 +3,7 @@ the commands finished.
 
 The main thread reads while the lanes hold less than about a second of work per worker (core/lanes.py sizes the
 reads by the pace measured) and commits the newest read whose messages, and every earlier read's, are settled
-(done, skipped or dead-lettered). The crew's threads (ops/crew.py, `--concurrency` of them) take the next piece
+(done, skipped or dead-lettered). The crew's threads (instance/crew.py, `--concurrency` of them) take the next piece
 of a free partition straight from the lanes and settle it there, so commands go on while a read or a commit is
 waited for; one piece per partition at a time, in offset order. Every change to the lanes is made under one
 condition, which the main thread waits on.
@@ -14,7 +14,7 @@ replays is every message read after the last commit, finished or not (docs/group
 Stopping (SIGINT, SIGTERM): no new piece is started, the commands running get `--grace` to finish, then their
 process groups are ended; what finished is committed; exit 130. A second signal ends the commands at once. A
 failure given up with `--on-failure stop` stops the same way, without committing it or anything after it in its
-partition. Heartbeats (ops/member.py) keep the partitions while commands run; a piece in hand longer than
+partition. Heartbeats (instance/member.py) keep the partitions while commands run; a piece in hand longer than
 `max_processing_s` gives them up (no heartbeat, commit or read) until it ends.
 """
 
@@ -31,10 +31,10 @@ from ocigroup_cli.core.lanes import MAX_PENDING, Lanes, read_size
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.errors import OcigroupError
-from ocigroup_cli.ops.crew import Crew, Verdict, Work, where
-from ocigroup_cli.ops.instance import TailOptions, TailStats, WorkStats
-from ocigroup_cli.ops.member import IDLE_WAIT_S, Member, on_read_failure
-from ocigroup_cli.ops.signals import Signals
+from ocigroup_cli.instance.crew import Crew, Verdict, Work, where
+from ocigroup_cli.instance.member import IDLE_WAIT_S, Member, on_read_failure
+from ocigroup_cli.instance.options import TailOptions, TailStats, WorkStats
+from ocigroup_cli.instance.signals import Signals
 
 MAX_QUEUED_BYTES = 64 << 20  # of base64 values waiting: no read past them (1 MiB messages)
 MAX_READ = 10_000  # the service's largest GetMessages

@@ -3,7 +3,7 @@ one partition) at a time each, retried with backoff and jitter, then given up as
 
 A piece's command gets its input on stdin (the message's value, or one line per message in the chosen format) and
 the message's coordinates in its environment (OCIGROUP_*). Its verdict goes back to the instance
-(ops/worker.py), which alone decides what may be committed.
+(instance/worker.py), which alone decides what may be committed.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import Message
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import OcigroupError
-from ocigroup_cli.ops import command
-from ocigroup_cli.ops.command import Outcome
-from ocigroup_cli.ops.deadletter import DeadLetter
+from ocigroup_cli.instance import command
+from ocigroup_cli.instance.command import Outcome
+from ocigroup_cli.instance.deadletter import DeadLetter
 
 RETRY_BASE_S = 1.0  # the first retry after about a second, then 2, 4 ... (half of it jitter)
 RETRY_CAP_S = 60.0

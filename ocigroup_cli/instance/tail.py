@@ -4,7 +4,7 @@ At least once: a batch counts as consumed only after the sink confirmed that eve
 reader (for a pipe: the reading process has read it). With commit-on-get the next GetMessages commits it; on
 exit (or with manual commits, after written batches, no more often than the group's share of the service's 5
 ConsumerCommit a second) an explicit ConsumerCommit does. A batch interrupted half-way is never committed, so it is
-delivered again. Membership (joining, heartbeats, rebalances, data loss) is ops/member.py's.
+delivered again. Membership (joining, heartbeats, rebalances, data loss) is instance/member.py's.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.sizing import Sizer
-from ocigroup_cli.ops.instance import Sink, TailOptions, TailStats
-from ocigroup_cli.ops.member import ASSIGNMENT_CHECK_S, IDLE_WAIT_S, Member
+from ocigroup_cli.instance.member import ASSIGNMENT_CHECK_S, IDLE_WAIT_S, Member
+from ocigroup_cli.instance.options import Sink, TailOptions, TailStats
 
 __all__ = ["ASSIGNMENT_CHECK_S", "Sink", "Tail", "TailOptions", "TailStats"]
 

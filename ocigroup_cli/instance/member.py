@@ -1,5 +1,5 @@
-"""A consumer-group instance's membership, shared by `tail` (ops/tail.py: messages to a sink) and `tail --exec`
-(ops/worker.py: a command per message): joining, reading with the service's hard edges handled, commits, the
+"""A consumer-group instance's membership, shared by `tail` (instance/tail.py: messages to a sink) and `tail --exec`
+(instance/worker.py: a command per message): joining, reading with the service's hard edges handled, commits, the
 assignment checks, and heartbeats on a thread of their own.
 
 Heartbeats run on a small thread beside the work, so a slow or blocked reader (or a long command) does not cost
@@ -9,7 +9,7 @@ does not renew the reservations on the service, so only commits and heartbeats c
 
 The service's hard edges are part of the loop: a commit refused because a partition moved is a rebalance (join
 again; the new owner reads that batch again); a position that has left retention stops the instance with what
-was lost (ops/dataloss.py), or moves the group on when told to.
+was lost (instance/dataloss.py), or moves the group on when told to.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.once import Written
 from ocigroup_cli.core.pacing import interval_for
 from ocigroup_cli.errors import AuthFailed, InvalidCursor, NotFound, OcigroupError, RetentionLost, UnreservedCommit
-from ocigroup_cli.ops import dataloss
-from ocigroup_cli.ops.instance import TailOptions, TailStats
+from ocigroup_cli.instance import dataloss
+from ocigroup_cli.instance.options import TailOptions, TailStats
 
 IDLE_WAIT_S = 0.25  # between empty reads; stays under the service's 5 GET/s per partition
 ASSIGNMENT_CHECK_S = 2.0  # GetGroup at most this often, and less often in a group of many instances ...

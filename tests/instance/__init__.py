@@ -1,0 +1,1 @@
+"""Tests of ocigroup_cli/instance/."""
