@@ -46,23 +46,30 @@ HYPOTHESIS_PROFILE = os.environ.get("OCIGROUP_HYPOTHESIS_PROFILE") or (
 settings.load_profile(HYPOTHESIS_PROFILE)
 
 
-# Run with workers (`make test`: pytest -n 2 --dist loadgroup), the tests that start JVMs (Spark) and the timed
-# fault scenarios (reliability) share one worker, one after another: they never run at the same time as each
-# other, the Spark engine of the session is started once, and the other worker takes the rest.
-HEAVY = (
-    "tests/commands/test_export",
-    "tests/export/",
-    "tests/reliability/test_scenarios.py",
-    "tests/test_readme.py::test_an_export_for_audit",
-    "tests/benchmarks/test_tiny_spark.py",
-)
+# Run with workers (`make test`: pytest -n 4 --dist loadgroup; the suite mostly waits, on processes, sockets and
+# real time), the tests that start JVMs (Spark) run in two groups, each on one worker, one test after another: a
+# worker's Spark engine of the session is started once, and no more than two JVM-starting tests run at once. The
+# timed fault scenarios (reliability) have a worker of their own, so that no JVM start is timed in them; the other
+# tests fill the workers as they free up.
+GROUPS = {
+    "tests/commands/test_export.py": "jvm-a",
+    "tests/commands/test_export_bucket.py": "jvm-a",
+    "tests/benchmarks/test_tiny_spark.py": "jvm-a",
+    "tests/commands/test_export_processes.py": "jvm-b",
+    "tests/commands/test_export_cluster.py": "jvm-b",
+    "tests/export/": "jvm-b",
+    "tests/test_readme.py::test_an_export_for_audit": "jvm-b",
+    "tests/reliability/test_scenarios.py": "reliability",
+}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the marks
 def pytest_collection_modifyitems(items):
     for item in items:
-        if item.nodeid.startswith(HEAVY):
-            item.add_marker(pytest.mark.xdist_group("heavy"))
+        for prefix, group in GROUPS.items():
+            if item.nodeid.startswith(prefix):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
 
 
 def pytest_sessionfinish(session):
