@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint bench bench-all demo venv clean docs
+.PHONY: test test-full lint bench bench-all demo venv clean docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,9 @@ venv: $(STAMP)
 
 test: lint  ## two workers: the suite mostly waits (on processes, sockets, real time), see README
 	$(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
+
+test-full: lint  ## the same suite with the scale tests at full size (the cluster export, the long reliability runs)
+	OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check ocigroup_cli tests benchmarks reliability

@@ -47,18 +47,18 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 # Run with workers (`make test`: pytest -n 4 --dist loadgroup; the suite mostly waits, on processes, sockets and
-# real time), the tests that start JVMs (Spark) run in two groups, each on one worker, one test after another: a
-# worker's Spark engine of the session is started once, and no more than two JVM-starting tests run at once. The
-# timed fault scenarios (reliability) have a worker of their own, so that no JVM start is timed in them; the other
-# tests fill the workers as they free up.
+# real time), the tests that start JVMs (Spark) run in three groups, each on one worker, one test after another,
+# so that no more than three JVM-starting tests run at once; the workers share one Spark engine (spark_engine).
+# The timed fault scenarios (reliability) are a group of their own; the other tests fill the workers as they free
+# up.
 GROUPS = {
-    "tests/commands/test_export.py": "jvm-a",
     "tests/commands/test_export_bucket.py": "jvm-a",
     "tests/benchmarks/test_tiny_spark.py": "jvm-a",
     "tests/commands/test_export_processes.py": "jvm-b",
     "tests/commands/test_export_cluster.py": "jvm-b",
-    "tests/export/": "jvm-b",
     "tests/test_readme.py::test_an_export_for_audit": "jvm-b",
+    "tests/commands/test_export.py": "jvm-c",
+    "tests/export/": "jvm-c",
     "tests/reliability/test_scenarios.py": "reliability",
 }
 
@@ -151,10 +151,12 @@ def sdk(emulator, api_key) -> Sdk:
 
 
 @pytest.fixture(scope="session")
-def spark_engine(tmp_path_factory):
-    """One warm Spark engine (a Spark Connect server, as exports use by default) for the whole run, in a state
-    directory of its own, started with proxy variables naming a dead port (as on a host behind a proxy); stopped
-    at the end. Skipped without Java or pyspark."""
+def spark_engine(tmp_path_factory, worker_id):
+    """One warm Spark engine (a Spark Connect server, as exports use by default) for the whole run, shared by every
+    worker that needs one (a state directory beside the workers' own; engine.ensure starts it once, under its
+    lock), started with proxy variables naming a dead port (as on a host behind a proxy); stopped by the last
+    worker that used it. Skipped without Java or pyspark."""
+    import fcntl
     import shutil
 
     pytest.importorskip("pyspark")
@@ -163,11 +165,16 @@ def spark_engine(tmp_path_factory):
     from ocigroup_cli.export import engine
     from ocigroup_cli.export import spark as export_spark
 
-    state = str(tmp_path_factory.mktemp("engine-state"))
+    root = tmp_path_factory.getbasetemp()
+    shared = (root.parent if worker_id != "master" else root) / "engine-state"
+    users = shared / "users"
+    users.mkdir(parents=True, exist_ok=True)
+    state = str(shared)
     dead = f"http://127.0.0.1:{localhost.free_port()}"  # the engine reaches its server directly, whatever the proxy
     with _environ(OCIGROUP_STATE_DIR=state, https_proxy=dead, HTTPS_PROXY=dead, grpc_proxy=dead):
         started, _ = engine.ensure("local[2]", export_spark.java_command(), 120, "1g", SystemClock())
         active = engine.activity_path(started.key)
+    (users / worker_id).touch()
     stop = threading.Event()
 
     def keep_busy():  # busy while the run lasts; a killed test run leaves it idle, and it stops 2 minutes later
@@ -178,8 +185,12 @@ def spark_engine(tmp_path_factory):
     thread.start()
     yield started
     stop.set()
-    with _environ(OCIGROUP_STATE_DIR=state):
-        engine.stop(started, SystemClock())
+    with (shared / "users.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        (users / worker_id).unlink()
+        if not any(users.iterdir()):  # the last worker that used it
+            with _environ(OCIGROUP_STATE_DIR=state):
+                engine.stop(started, SystemClock())
 
 
 @pytest.fixture(scope="session")
