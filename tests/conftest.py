@@ -57,6 +57,7 @@ GROUPS = {
     "tests/commands/test_export_processes.py": "jvm-b",
     "tests/commands/test_export_cluster.py": "jvm-b",
     "tests/test_readme.py::test_an_export_for_audit": "jvm-b",
+    "tests/test_readme.py::test_the_audit_recipe_runs_as_written_on_the_local_profile": "jvm-b",
     "tests/commands/test_export.py": "jvm-c",
     "tests/export/": "jvm-c",
     "tests/reliability/test_scenarios.py": "reliability",

@@ -278,6 +278,34 @@ def test_an_export_for_audit(world):
         subprocess.run([str(proc.EXE), "export", "engine", "stop"], env=w.env, capture_output=True, timeout=60)
 
 
+def test_the_audit_recipe_runs_as_written_on_the_local_profile(tmp_path, spark_engine):
+    """README says the local profile rehearses every recipe: its `audit` bucket carries a retention rule (short,
+    unlocked, named as such), so `--require-retention` passes; the range is filled in around what was published,
+    the rest of each line runs as written. The export runs on the suite's shared engine (export.master)."""
+    from ocigroup_cli.localhost import free_port
+    from ocigroup_cli.ops.target import LOCAL_RULE
+
+    env = proc.clean_env(tmp_path / "state", OCIGROUP_PROFILE="local", OCIGROUP_LOCAL_PORT=str(free_port()),
+                         OCIGROUP_EXPORT_MASTER=f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}",
+                         PATH=f"{proc.EXE.parent}:{os.environ['PATH']}")  # fmt: skip
+    work = tmp_path / "work"
+    work.mkdir()
+    start = ms_to_rfc3339(SystemClock().time_ms() - MINUTE)
+    try:
+        published = subprocess.run([str(proc.EXE), "publish", *(f"evidence-{i}" for i in range(40))], env=env,
+                                   capture_output=True, timeout=120)  # fmt: skip
+        assert published.returncode == 0, published.stderr.decode()
+        time.sleep(0.2)
+        end = ms_to_rfc3339(SystemClock().time_ms())
+        fill = {"2024-05-01T00:00:00Z": start, "2024-05-01T23:59:59.999Z": end}
+        export, _ = play(World(None, "", env, work, fill), recipes()["An export for audit"][:2], [0, 0])  # type: ignore[arg-type]
+        doc = json.loads(export.stdout)
+        assert doc["rows"] == 40 and doc["destination"]["retention"]["rule"] == LOCAL_RULE, doc
+        assert doc["destination"]["retention"]["locked"] is False
+    finally:
+        subprocess.run([str(proc.EXE), "emulator", "stop"], env=env, capture_output=True, timeout=60)
+
+
 def _audit_bucket(w: World) -> None:
     """Bucket `audit`, with a retention rule: what the README's audit recipe writes to."""
     import oci

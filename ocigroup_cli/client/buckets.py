@@ -1,4 +1,5 @@
-"""The two Object Storage calls the local profile's first use makes: the tenancy's namespace, and CreateBucket.
+"""The Object Storage calls the local profile's first use makes: the tenancy's namespace, CreateBucket and
+CreateRetentionRule.
 
 Object Storage's paths have no version prefix (`/n/...`); it answers on the profile's endpoint when one is set
 (the bundled emulator serves it beside Streaming), else on the region's Object Storage endpoint. Signed, paced
@@ -36,6 +37,12 @@ class BucketClient(Sender):
                 raise
             return False
         return True
+
+    def create_retention_rule(self, bucket: str, name: str, days: int) -> None:
+        """CreateRetentionRule: objects of `bucket` kept `days` days, the rule not locked (it can be removed)."""
+        path = f"/n/{quote(self.namespace(), safe='')}/b/{quote(bucket, safe='')}/retentionRules"
+        body = {"displayName": name, "duration": {"timeAmount": days, "timeUnit": "DAYS"}}
+        self.request("CreateRetentionRule", self.storage_url, "POST", path, body=body, retry=False)
 
 
 def _name(doc: object) -> str:

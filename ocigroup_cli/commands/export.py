@@ -90,7 +90,7 @@ def _summary(doc: dict[str, Any]) -> object:
     return console.table(["PARTITION", "FIRST", "LAST", "ROWS", "GAPS", "TRUNCATED"], rows, title=title)
 
 
-Partitions = Annotated[str | None, typer.Option(help="Partitions: 3, 1,4 or 0-3.")]
+Partitions = Annotated[str | None, typer.Option(help="Partitions: 3, 1,4, 0-3 or all.")]
 FromOffset = Annotated[int | None, typer.Option(help="First offset (inclusive).", min=0)]
 ToOffset = Annotated[
     int | None, typer.Option(help="Last offset (inclusive). [default: the end when the export starts]", min=0)
@@ -172,7 +172,7 @@ def export(
         "export.retention_at_least": (retention_at_least, "--retention-at-least"),
     })  # fmt: skip
     if partition is None:
-        raise UsageError("--partition is required (e.g. --partition 3, 0-3).")
+        raise UsageError("--partition is required (e.g. --partition 3, 0-3, all).")
     target = _target(profile, now)
     s = session(ctx, profile)
     req = _request(partition, s.stream.partitions, (from_offset, to_offset), times, split, allow_truncated)

@@ -90,7 +90,10 @@ LagCap = Annotated[
 FailOnLag = Annotated[int | None, typer.Option(help="Exit 5 when the total message lag exceeds this.", min=0)]
 FailOnTimeLag = Annotated[str | None, typer.Option(help="Exit 5 when any partition's time lag exceeds this (e.g. 5m).")]
 HealthOpt = Annotated[
-    bool, typer.Option("--health", help="Judge each partition OK, UNKNOWN, LAGGING, REWOUND, STALLED, STOPPED or LOST.")
+    bool,
+    typer.Option(
+        "--health", help="Judge each partition OK, UNKNOWN, LAGGING, REWOUND, SILENT, STALLED, STOPPED or LOST."
+    ),
 ]
 HealthWindow = Annotated[str, typer.Option(help="Judge health over the samples of this last period (e.g. 10m).")]
 SummaryOpt = Annotated[

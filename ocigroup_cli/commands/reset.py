@@ -19,6 +19,7 @@ from ocigroup_cli.errors import Interrupted, OcigroupError, UsageError
 if TYPE_CHECKING:
     from ocigroup_cli.cli.options import Globals
     from ocigroup_cli.config import Profile
+    from ocigroup_cli.core.clock import Clock
     from ocigroup_cli.ops.reset import PartitionPlan, Plan
     from ocigroup_cli.ops.session import Session
 
@@ -65,6 +66,13 @@ def _target(to: str | None, by_duration: str | None, now_ms: int, allow_future: 
     return target
 
 
+ForceOpt = Annotated[bool, typer.Option("--force", help="Reset even while instances hold live reservations.")]
+WaitOpt = Annotated[
+    bool,
+    typer.Option("--wait", help="With --execute: wait for stopped instances' reservations to run out, then reset."),
+]
+
+
 def reset(
     ctx: typer.Context,
     group: Annotated[str | None, typer.Argument(help="Consumer group (default: the profile's group.name).")] = None,
@@ -77,7 +85,8 @@ def reset(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (required when not on a TTY).")
     ] = False,
-    force: Annotated[bool, typer.Option("--force", help="Reset even while instances hold live reservations.")] = False,
+    force: ForceOpt = False,
+    wait: WaitOpt = False,
     allow_future: Annotated[
         bool, typer.Option("--allow-future", help="Accept a --to time in the future (it skips until then).")
     ] = False,
@@ -104,15 +113,16 @@ def reset(
     from ocigroup_cli.ops.reset import apply
 
     _check_flags(dry_run, execute, save_plan, from_plan, to, by_duration)
+    if wait and not execute:
+        raise UsageError("--wait waits to execute a reset.", "add --execute")
     g = globals_of(ctx)
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
     s = session(ctx, profile)
-    if from_plan is not None:
-        the_plan = _from_file(s, Path(from_plan), group, g.clock.time_ms())
-        again = f"ocigroup{g.repeated()} reset --from-plan {shellword.quote(from_plan)} --execute --yes"
-    else:
-        the_plan, again = _planned(s, profile, _target(to, by_duration, g.clock.time_ms(), allow_future), g)
+    the_plan, again = _again(s, profile, from_plan, group, to, by_duration, allow_future, g)
     out = fmt(ctx, output)
+    if wait and execute and the_plan.live_instances and not force:  # checked again, and planned again, after
+        _wait_out(s, the_plan, g.clock)
+        the_plan, again = _again(s, profile, from_plan, group, to, by_duration, allow_future, g)
     _warn(the_plan)
     if save_plan is not None:
         again = _save(s, the_plan, Path(save_plan), g.clock.time_ms(), g.repeated())
@@ -123,6 +133,32 @@ def reset(
     title = f"reset applied to group {the_plan.group!r}"
     console.emit(record, out, lambda: console.table(["PARTITION", "COMMITTED BEFORE", "READS NEXT"], rows, title=title))
     console.notice(f"record written to {record['record_file']}")
+
+
+def _again(s: Session, profile: Profile, from_plan: str | None, group: str | None, to: str | None,
+           by_duration: str | None, allow_future: bool, g: Globals) -> tuple[Plan, str]:  # fmt: skip
+    """The plan (made now, or the saved one checked against the group now) and the command that executes it."""
+    if from_plan is not None:
+        the_plan = _from_file(s, Path(from_plan), group, g.clock.time_ms())
+        return the_plan, f"ocigroup{g.repeated()} reset --from-plan {shellword.quote(from_plan)} --execute --yes"
+    return _planned(s, profile, _target(to, by_duration, g.clock.time_ms(), allow_future), g)
+
+
+def _wait_out(s: Session, the_plan: Plan, clock: Clock) -> None:
+    """--wait: until the live instances' reservations run out (a countdown on a terminal, one line otherwise)."""
+    from ocigroup_cli.ops.reset import wait_out
+
+    left = max(the_plan.expires_in_s.values())
+    console.notice(f"waiting up to {human_duration(left)} for the reservations of {', '.join(the_plan.live_instances)} "
+                   "to run out (an instance that heartbeats meanwhile stops the wait)")  # fmt: skip
+
+    def tick(names: list[str], seconds: float) -> None:
+        console.STATUS.show(f"waiting for {', '.join(names)}: {human_duration(seconds)} left", owner="reset")
+
+    try:
+        wait_out(s.client, s.stream, the_plan.group, clock, tick)
+    finally:
+        console.STATUS.clear("reset")
 
 
 def _warn(the_plan: Plan) -> None:
@@ -223,7 +259,8 @@ def _go_ahead(the_plan: Plan, out: str, execute: bool, force: bool, yes: bool, a
 
 
 # a heartbeating instance never lets its reservation run out: it has to be stopped first
-LIVE_HINT = "stop them first (their reservations then run out within the group's timeout), or pass --force"
+LIVE_HINT = ("stop them first, then add --wait to reset once their reservations run out (within the group's "
+             "timeout), or pass --force")  # fmt: skip
 
 
 def _next(offset: int | None) -> str:

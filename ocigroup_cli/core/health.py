@@ -8,6 +8,12 @@ Rules, applied to one partition's samples inside the window (the newest sample i
   of the window (an instance that died: its reservation ran out, and nobody took the partition over). The reason
   says what the samples show and no more: how many samples in a row saw nobody, over how long (nobody may have
   been seen between samples; what was not sampled is not claimed).
+- SILENT (WARN): messages wait on a partition whose holder has gone silent: its reservation's end has not moved
+  since an earlier sample of the same holder, and less than half the group's timeout is left (the timeout shows as
+  the most time left seen in the window; a live instance heartbeats every third of it, so it never gets that
+  low). Also the partition such a holder's reservation ran out on, until another instance takes it over (or, two
+  samples later, STOPPED says nobody did). The reason names the holder, what waits, and when the partition moves.
+  A STALLED partition is STALLED first.
 - STALLED (ERROR): messages waited in every sample of the window, an instance held the partition, and its
   committed offset has not moved over the window (a sample where nothing waited clears it: messages that just
   arrived are no stall). Like LAGGING it needs LAGGING_SAMPLES samples: two samples seconds apart are one slow
@@ -38,11 +44,13 @@ from ocigroup_cli.core.lag import lag_text
 from ocigroup_cli.core.timefmt import human_duration
 
 # GONE: the group itself no longer exists on the service (core/gone.py), a verdict for the whole group
-VERDICTS = {"OK": 0, "UNKNOWN": 1, "LAGGING": 2, "REWOUND": 2, "STALLED": 3, "STOPPED": 3, "LOST": 3, "GONE": 3}
+VERDICTS = {"OK": 0, "UNKNOWN": 1, "LAGGING": 2, "REWOUND": 2, "SILENT": 2, "STALLED": 3, "STOPPED": 3, "LOST": 3,
+            "GONE": 3}  # fmt: skip
 SEVERITIES = ("OK", "UNKNOWN", "WARN", "ERROR")
 MIN_SPAN_MS = 10_000  # a trend over less than this is noise (a watch a tenth of a second apart)
 LAGGING_SAMPLES = 3  # lag growing from one sample to the next, twice in a row; commits frozen over as many
 MAX_WIDEN_MS = 6 * 3_600_000  # runs further apart than this are not judged as one history (a window is widened up to)
+RENEWAL_MS = 1_000  # a reservation's end moving less than this is the samples' rounding, not a heartbeat
 UNKNOWN_BLIND_MS = 3_600_000  # UNKNOWN for longer than this: an alert on the verdict cannot fire, say so
 
 
@@ -57,6 +65,11 @@ class Sample(NamedTuple):
     at_most: int | None = None  # past the cap, the upper bound the newest offset gave
     lost: str | None = None  # messages lost to retention before the group read them: how many (Loss.brief)
     newest: int | None = None  # the partition's newest offset, where it was found (the stream's end)
+    left_ms: int | None = None  # how long the owner's reservation had left (its end: at_ms + left_ms)
+
+    @property
+    def ends_ms(self) -> int | None:
+        return None if self.owner is None or self.left_ms is None else self.at_ms + self.left_ms
 
     @property
     def estimate(self) -> int | None:
@@ -111,16 +124,15 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
             "STOPPED",
             f"no instance held it in the last {len(run)} samples (over {seen}) while {_waiting(now)} wait",
         )
-    if _stalled(window) and len(window) < LAGGING_SAMPLES:
+    if _stalled(window) and len(window) >= LAGGING_SAMPLES:
+        return _stall(partition, window, took)
+    silent = _silent(window)
+    if silent is not None:
+        return Verdict(partition, "SILENT", silent)
+    if _stalled(window):  # fewer than LAGGING_SAMPLES
         what = "nothing was committed" if now.committed is None else f"committed offset {now.committed} did not move"
         why = f"{what} between {len(window)} samples {took} apart while {_waiting(now)} wait"
         return Verdict(partition, "UNKNOWN", f"{why}; a stall needs {LAGGING_SAMPLES} samples (a batch may take long)")
-    if _stalled(window):
-        gone = "" if now.owner else "; nobody holds it now"
-        if now.committed is None:
-            return Verdict(partition, "STALLED", f"nothing committed for {took} while {_waiting(now)} wait{gone}")
-        return Verdict(partition, "STALLED", f"committed offset {now.committed} has not moved for {took} while "
-                       f"{_waiting(now)} wait{gone}")  # fmt: skip
     for before, after in itertools.pairwise(window):
         if before.committed is not None and (after.committed is None or after.committed < before.committed):
             to = "nothing committed" if after.committed is None else str(after.committed)
@@ -131,6 +143,38 @@ def judge(partition: int, history: Sequence[Sample], window_ms: int, min_span_ms
     if now.committed != first.committed and len(window) >= LAGGING_SAMPLES and _growing(window):
         return Verdict(partition, "LAGGING", f"lag grew from {_waiting(first)} to {_waiting(now)} in {took}")
     return Verdict(partition, "OK", f"{_waiting(now)} waiting")
+
+
+def _stall(partition: int, window: Sequence[Sample], took: str) -> Verdict:
+    now = window[-1]
+    gone = "" if now.owner else "; nobody holds it now"
+    if now.committed is None:
+        return Verdict(partition, "STALLED", f"nothing committed for {took} while {_waiting(now)} wait{gone}")
+    return Verdict(partition, "STALLED", f"committed offset {now.committed} has not moved for {took} while "
+                   f"{_waiting(now)} wait{gone}")  # fmt: skip
+
+
+def _silent(window: Sequence[Sample]) -> str | None:
+    """Why the partition's holder is silent while messages wait on it (core rule SILENT), or None."""
+    now = window[-1]
+    if now.lag == 0 or len(window) < 2:
+        return None
+    before = window[-2]
+    timeout_ms = max((s.left_ms for s in window if s.left_ms is not None), default=0)
+    if now.owner is not None:
+        ends = [s.ends_ms for s in window[:-1] if s.owner == now.owner and s.ends_ms is not None]
+        end = now.ends_ms
+        if end is None or not ends or end > ends[-1] + RENEWAL_MS or 2 * (now.left_ms or 0) >= timeout_ms:
+            return None
+        quiet = human_duration((now.at_ms - (end - timeout_ms)) / 1000)
+        left = human_duration((now.left_ms or 0) / 1000)
+        return (f"{now.owner} silent: no heartbeat seen for about {quiet} while {_waiting(now)} wait; its "
+                f"reservation runs out in {left}, then another instance takes it over")  # fmt: skip
+    if before.owner is not None and before.ends_ms is not None and before.ends_ms <= now.at_ms:
+        ran_out = human_duration((now.at_ms - before.ends_ms) / 1000)
+        return (f"{before.owner} went silent and its reservation ran out {ran_out} ago; {_waiting(now)} wait and no "
+                "instance has taken it over yet")  # fmt: skip
+    return None
 
 
 def _unowned_run(samples: Sequence[Sample], min_span_ms: int) -> list[Sample]:

@@ -15,7 +15,10 @@ from ocigroup_cli.errors import UsageError
 
 
 def parse_partitions(text: str, count: int) -> list[int]:
-    """`3`, `1,4` or `0-3` (mixed: `0,2-3`) → sorted partition numbers, each checked against the stream."""
+    """`3`, `1,4` or `0-3` (mixed: `0,2-3`), or `all` → sorted partition numbers, each checked against the
+    stream."""
+    if text.strip().lower() == "all":
+        return list(range(count))
     chosen: set[int] = set()
     for part in text.split(","):
         piece = part.strip()
@@ -25,7 +28,7 @@ def parse_partitions(text: str, count: int) -> list[int]:
             hi = int(hi_text) if dash else lo
         except ValueError:
             raise UsageError(
-                f"--partition {text!r}: {piece!r} is not a partition number or range.", "examples: 3, 1,4, 0-3"
+                f"--partition {text!r}: {piece!r} is not a partition number or range.", "examples: 3, 1,4, 0-3, all"
             ) from None
         if lo > hi:
             raise UsageError(f"--partition {text!r}: the range {piece!r} runs backwards.", f"write {hi}-{lo}")

@@ -130,6 +130,7 @@ def _snapshot(view: GroupView, at_ms: int) -> dict[str, Any]:
             p.lag_at_most,
             None if p.lost is None else p.lost.brief(),
             p.newest_offset,
+            None if p.seconds_left is None else round(p.seconds_left * 1000),
         ]
         for p in view.partitions
     }
@@ -165,8 +166,9 @@ def _samples(rows: list[dict[str, Any]], partition: int) -> list[Sample]:
             if isinstance(lost, int):  # written before a loss was kept as its text
                 lost = f"up to {lost:,} unread"
             newest = seen[6] if len(seen) > 6 else None
+            left = seen[7] if len(seen) > 7 and isinstance(seen[7], int) else None  # kept since SILENT
             samples.append(Sample(int(row["at_ms"]), seen[0], int(seen[1]), bool(seen[2]), seen[3], at_most, lost,
-                                  newest))  # fmt: skip
+                                  newest, left))  # fmt: skip
     return samples
 
 

@@ -4,15 +4,18 @@ where the group resumes now, where it will resume after the reset, and how many 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ocigroup_cli.client.streaming import StreamingClient
+from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.loss import Loss
 from ocigroup_cli.core.models import Reservation, StreamInfo
 from ocigroup_cli.core.sizing import Sizer
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.core.timespec import Position
+from ocigroup_cli.errors import OcigroupError
 from ocigroup_cli.ops.positions import NextRead, next_read
 from ocigroup_cli.ops.reach import COUNT_BYTES, find_newest
 from ocigroup_cli.paths import replace_file, state_dir
@@ -141,6 +144,49 @@ def live_instances(reservations: dict[int, Reservation], now_ms: int) -> tuple[l
     left = {who: max((r.reserved_until_ms or now_ms) - now_ms for r in reservations.values() if r.instance == who)
             for who in live}  # fmt: skip
     return live, {who: round(ms / 1000, 1) for who, ms in left.items()}
+
+
+WAIT_MARGIN_S = 5.0  # past the last reservation's end: the service's clock and ours may differ a little
+
+
+class StillHeartbeating(OcigroupError):
+    """`reset --wait`: an instance renewed its reservation while the reset waited for them to run out."""
+
+
+def wait_out(client: StreamingClient, stream: StreamInfo, group: str, clock: Clock,
+             tick: Callable[[list[str], float], None]) -> None:  # fmt: skip
+    """Wait until no instance holds a live reservation of `group`, as long as none renews one: a stopped instance's
+    reservations run out within the group's timeout, a heartbeating one's never do (StillHeartbeating names it).
+    Bounded by the longest reservation left plus WAIT_MARGIN_S. `tick(instances, seconds left)` at each look."""
+    first = _ends(client.get_group(stream, group), clock.time_ms())
+    if not first:
+        return
+    deadline = clock.monotonic() + (max(first.values()) - clock.time_ms()) / 1000 + WAIT_MARGIN_S
+    while True:
+        now = clock.time_ms()
+        ends = _ends(client.get_group(stream, group), now)
+        renewed = sorted(who for who, until in ends.items() if until > first.get(who, -1))
+        if renewed:
+            raise StillHeartbeating(
+                f"group {group!r}: {', '.join(renewed)} renewed its reservation while the reset waited: it is still "
+                "running, and a reset would move it too.", "stop it first, or pass --force")  # fmt: skip
+        if not ends:
+            return
+        if clock.monotonic() > deadline:
+            raise OcigroupError(f"group {group!r}: reservations of {', '.join(sorted(ends))} did not run out in time.",
+                                "look with: ocigroup inspect " + group)  # fmt: skip
+        left = (max(ends.values()) - now) / 1000
+        tick(sorted(ends), left)
+        clock.sleep(min(1.0, max(0.2, left)))
+
+
+def _ends(reservations: list[Reservation], now_ms: int) -> dict[str, int]:
+    """The latest reservation end of each instance holding a live one (ms)."""
+    ends: dict[str, int] = {}
+    for r in reservations:
+        if r.live(now_ms) and r.instance:
+            ends[r.instance] = max(ends.get(r.instance, 0), r.reserved_until_ms or now_ms)
+    return ends
 
 
 def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: int) -> dict[str, Any]:

@@ -136,10 +136,15 @@ def _lookup(client: StreamingClient, profile: Profile, options: str) -> StreamIn
             return wait_active(client, client.get_stream(created.id), float(profile.settings.deadline_s))
 
 
+LOCAL_RULE = "local-rehearsal-unlocked-1-day"  # the local bucket's retention rule: short, unlocked, named as such
+LOCAL_RULE_DAYS = 1
+
+
 def _local_bucket(client: StreamingClient, profile: Profile, compartment: str) -> None:
-    """The local profile's Object Storage bucket (export.bucket), made when its stream is: first use. Not a reason
-    to fail the command that needed the stream (an emulator from before Object Storage answers 404): an export to
-    the bucket will say that it is missing."""
+    """The local profile's Object Storage bucket (export.bucket), made when its stream is (first use), with a short
+    unlocked retention rule, so that `export --require-retention` rehearses as written. Not a reason to fail the
+    command that needed the stream (an emulator from before Object Storage answers 404): an export to the bucket
+    will say that it is missing, or unprotected."""
     bucket = profile.settings.export.bucket
     if not bucket or profile.sources["export.bucket"] != LOCAL_SOURCE:  # a name typed is not made behind one's back
         return
@@ -147,7 +152,8 @@ def _local_bucket(client: StreamingClient, profile: Profile, compartment: str) -
 
     buckets = BucketClient(profile, client.clock, creds=client.creds, pacer=client.pacer)
     try:
-        buckets.create_bucket(bucket, compartment)
+        if buckets.create_bucket(bucket, compartment):
+            buckets.create_retention_rule(bucket, LOCAL_RULE, LOCAL_RULE_DAYS)
     except OcigroupError:
         pass
     finally:

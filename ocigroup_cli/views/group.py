@@ -4,6 +4,7 @@ and notices (`show`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli import console
@@ -28,8 +29,16 @@ def _newest(offset: int | None, time: str | None, now_ms: int) -> str | None:
     return f"{offset} ({human_duration(max(0, now_ms - parse_rfc3339_ms(time)) / 1000)})"
 
 
-def summary(view: GroupView) -> str:
-    """The group in one line: state, members, total lag, the oldest waiting message's age."""
+def silent_members(view: GroupView, health: Health | None, members: Sequence[Member] = ()) -> list[str]:
+    """The members gone silent: the watch's (no heartbeat seen), and the holders of partitions judged SILENT."""
+    owners = {p.partition: p.instance for p in view.partitions}
+    judged = [owners.get(v.partition) for v in (health.partitions if health else []) if v.verdict == "SILENT"]
+    return sorted({m.instance for m in members if m.silent} | {name for name in judged if name})
+
+
+def summary(view: GroupView, silent: Sequence[str] = ()) -> str:
+    """The group in one line: state, members, total lag, the oldest waiting message's age. STABLE only while no
+    member is `silent`: then DEGRADED, naming them."""
     if view.gone is not None:
         return (
             f"group {view.group} on {view.stream}: GONE, {view.gone.reason(parse_rfc3339_ms(view.at))} (at {view.at})"
@@ -39,8 +48,11 @@ def summary(view: GroupView) -> str:
     spread = f"{b.expected_min}-{b.expected_max}" if b.expected_min != b.expected_max else f"{b.expected_max}"
     members = f"{len(b.instances)} member(s)" + (f" with {spread} partition(s) each" if b.instances else "")
     loss = f", {losses_summary(view.losses)}" if view.losses else ""
+    state = view.state
+    if silent:
+        state = f"{'DEGRADED' if state == 'STABLE' else state} ({', '.join(silent)} silent)"
     return (
-        f"group {view.group} on {view.stream}: {view.state}, {members}, total lag {lag}, "
+        f"group {view.group} on {view.stream}: {state}, {members}, total lag {lag}, "
         f"max time lag {human_duration(view.max_time_lag_s)}{loss} (at {view.at})"
     )
 
@@ -96,7 +108,9 @@ def render(view: GroupView, health: Health | None) -> object:
     from rich.console import Group
     from rich.text import Text
 
-    line = console.visible(summary(view))  # a dumb terminal is drawn at its own width: nothing to wrap for it
+    line = console.visible(
+        summary(view, silent_members(view, health))
+    )  # a dumb terminal is drawn at its own width: nothing to wrap for it
     head = Text(console.clauses(line, console.out().width) if console.redraws() else line, style="italic")
     if view.gone is not None:  # no partition, no verdict to tabulate: the line says it all
         return head
@@ -151,11 +165,12 @@ def screen(view: GroupView, health: Health | None, members: list[Member], events
 
     top = Text(f"{console.visible(trouble)}; Ctrl-C to stop", style="bold red") if trouble else None
     head: list[Any] = [top or Text(f"refreshed {ms_to_rfc3339(now_ms)[11:19]}Z; Ctrl-C to stop", style="dim")]
+    head_line = console.visible(summary(view, silent_members(view, health, members)))
     rest: list[Any] = [
         Text(""),
         _members(members),
         Text(""),
-        Text(console.clauses(console.visible(summary(view)), console.out().width), style="italic"),
+        Text(console.clauses(head_line, console.out().width), style="italic"),
         table(view),
     ]
     if health is not None:
@@ -193,7 +208,9 @@ def show(
         doc = view.summary_json()
         if health is not None:  # the same health object as the full JSON's
             doc = {**doc, "health": health.to_json(), "catchup_eta_s": health.to_json()["catchup_eta_s"]}
-        line = summary(view) + ("" if health is None else f", health {health.verdict}{pace(health)}")
+        line = summary(view, silent_members(view, health)) + (
+            "" if health is None else f", health {health.verdict}{pace(health)}"
+        )
         # a summary is one line in JSON too: `>> file.ndjson` from cron appends one object a run
         console.emit({"event": "snapshot", **doc} if watch else doc, out, lambda: line, one_line=True)
         return

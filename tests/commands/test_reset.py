@@ -91,7 +91,7 @@ def test_live_instances_block_execute_unless_forced(cli, sdk):
     r = cli("reset", "--to", "latest", "--execute", "--yes", "-o", "json")
     assert r.code == 1 and "live instances (busy expires in 30s)" in r.err and "--force" in r.err
     assert r.out == ""  # no plan on stdout that a script could take for the result of a reset
-    assert "stop them first" in r.err and "wait for them to expire" not in r.err  # heartbeats never expire
+    assert "stop them first" in r.err and "add --wait" in r.err  # heartbeats never expire: stopped ones do
     dry = cli("reset", "--to", "latest")
     assert dry.code == 0 and "--execute would be refused: live instances (busy expires in" in dry.err
     assert "would be refused" not in cli("reset", "--to", "latest", "--force").err

@@ -205,3 +205,49 @@ def test_the_group_takes_the_worst_verdict_and_thresholds_compare_severities():
 )
 def test_durations_read_as_a_person_says_them(seconds, text):
     assert human_duration(seconds) == text
+
+
+SEC = 1000
+
+
+def _held(*rows):
+    """rows: (second, committed, lag, owner, ms its reservation has left)"""
+    return [Sample(t * SEC, c, lag, False, owner, left_ms=left) for t, c, lag, owner, left in rows]
+
+
+def test_a_holder_that_stopped_heartbeating_while_messages_wait_is_silent_before_its_reservation_runs_out():
+    """Timeout 30 s: renewed at 0 and 8 s (left 30 s just after), then nothing: at 24 s it has 14 s left, under
+    half the timeout, and its reservation's end never moved since 8 s."""
+    h = _held((0, 100, 0, "b", 30_000), (8, 110, 0, "b", 30_000), (16, 110, 40, "b", 22_000),
+              (24, 110, 90, "b", 14_000))  # fmt: skip
+    v = judge(3, h, 10 * MIN)
+    assert (v.verdict, v.severity) == ("SILENT", "WARN")
+    assert v.reason == ("b silent: no heartbeat seen for about 16s while 90 wait; its reservation runs out in 14s, "
+                        "then another instance takes it over")  # fmt: skip
+    # at 16 s (22 s left, over half the timeout) it is not told from a healthy instance between two heartbeats
+    assert judge(3, h[:3], 10 * MIN).verdict == "OK"
+
+
+def test_a_holder_that_renews_is_never_silent_however_little_is_left_after_a_long_batch():
+    h = _held((0, 100, 50, "a", 30_000), (12, 100, 60, "a", 18_000), (14, 100, 70, "a", 29_000))
+    assert judge(0, h, 10 * MIN).verdict != "SILENT"
+
+
+def test_a_partition_whose_silent_holder_ran_out_is_silent_until_taken_over_then_stopped_if_nobody_does():
+    h = _held((0, 100, 0, "b", 30_000), (10, 100, 40, "b", 20_000), (41, 100, 80, None, None))
+    v = judge(1, h, 10 * MIN)
+    assert (v.verdict, v.severity) == ("SILENT", "WARN")
+    assert (
+        v.reason == "b went silent and its reservation ran out 11s ago; 80 wait and no instance has taken it over yet"
+    )
+    taken = judge(1, [*h, Sample(43 * SEC, 100, 80, False, "a", left_ms=30_000)], 10 * MIN)
+    assert taken.verdict == "OK"
+    nobody = judge(1, [*h, Sample(55 * SEC, 100, 80, False, None)], 10 * MIN)
+    assert (nobody.verdict, nobody.severity) == ("STOPPED", "ERROR")
+
+
+def test_a_silent_holder_of_an_idle_partition_is_ok_and_stalled_commits_stay_stalled():
+    idle = _held((0, 100, 0, "b", 30_000), (10, 100, 0, "b", 20_000), (20, 100, 0, "b", 10_000))
+    assert judge(0, idle, 10 * MIN).verdict == "OK"
+    stuck = _held((0, 100, 5, "b", 30_000), (10, 100, 9, "b", 20_000), (20, 100, 12, "b", 10_000))
+    assert judge(0, stuck, 10 * MIN).verdict == "STALLED"
