@@ -46,20 +46,20 @@ HYPOTHESIS_PROFILE = os.environ.get("OCIGROUP_HYPOTHESIS_PROFILE") or (
 settings.load_profile(HYPOTHESIS_PROFILE)
 
 
-# Run with workers (`make test`: pytest -n 4 --dist loadgroup; the suite mostly waits, on processes, sockets and
-# real time), the tests that start JVMs (Spark) run in three groups, each on one worker, one test after another,
-# so that no more than three JVM-starting tests run at once; the workers share one Spark engine (spark_engine).
+# Run with workers (`make test`: pytest -n 6 --dist loadgroup; the suite mostly waits, on processes, sockets and
+# real time), the tests that start JVMs (Spark) run in four groups, each on one worker, one test after another,
+# so that no more than four JVM-starting tests run at once; the workers share one Spark engine (spark_engine).
 # The timed fault scenarios (reliability) are a group of their own; the other tests fill the workers as they free
 # up.
 GROUPS = {
     "tests/commands/test_export_bucket.py": "jvm-a",
-    "tests/benchmarks/test_tiny_spark.py": "jvm-a",
     "tests/commands/test_export_processes.py": "jvm-b",
-    "tests/commands/test_export_cluster.py": "jvm-b",
-    "tests/test_readme.py::test_an_export_for_audit": "jvm-b",
-    "tests/test_readme.py::test_the_audit_recipe_runs_as_written_on_the_local_profile": "jvm-b",
     "tests/commands/test_export.py": "jvm-c",
     "tests/export/": "jvm-c",
+    "tests/benchmarks/test_tiny_spark.py": "jvm-d",
+    "tests/commands/test_export_cluster.py": "jvm-d",
+    "tests/test_readme.py::test_an_export_for_audit": "jvm-d",
+    "tests/test_readme.py::test_the_audit_recipe_runs_as_written_on_the_local_profile": "jvm-d",
     "tests/reliability/test_scenarios.py": "reliability",
 }
 
