@@ -15,10 +15,10 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 test: lint  ## two workers: the suite mostly waits (on processes, sockets, real time), see README
-	$(BIN)/python -m pytest -n 6 --dist loadgroup --durations=15
+	$(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
 test-full: lint  ## the same suite with the scale tests at full size (the cluster export, the long reliability runs)
-	OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 6 --dist loadgroup --durations=15
+	OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check ocigroup_cli tests benchmarks reliability

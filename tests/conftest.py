@@ -46,7 +46,7 @@ HYPOTHESIS_PROFILE = os.environ.get("OCIGROUP_HYPOTHESIS_PROFILE") or (
 settings.load_profile(HYPOTHESIS_PROFILE)
 
 
-# Run with workers (`make test`: pytest -n 6 --dist loadgroup; the suite mostly waits, on processes, sockets and
+# Run with workers (`make test`: pytest -n 4 --dist loadgroup; the suite mostly waits, on processes, sockets and
 # real time), the tests that start JVMs (Spark) run in four groups, each on one worker, one test after another,
 # so that no more than four JVM-starting tests run at once; the workers share one Spark engine (spark_engine).
 # The timed fault scenarios (reliability) are a group of their own; the other tests fill the workers as they free

@@ -502,3 +502,34 @@ def test_a_health_watch_with_its_events_fits_80_by_30(term, sdk, tmp_path):
     assert screen.lines[0].startswith("refreshed "), screen.text  # nothing scrolled off its top, nor cut at its foot
     assert any(line.startswith("health: ") for line in screen.lines), screen.text
     assert re.search(r"\d\d:\d\d:\d\dZ  ", screen.text), screen.text  # events are shown
+
+
+@pytest.mark.parametrize("rows", [24, 14])
+def test_a_watch_at_80_columns_folds_its_reasons_and_keeps_the_newest_events(term, sdk, rows):
+    """A burst of events (instances that join and run out, on a 1.5 s timeout), reasons with ranges past the lag
+    cap (`1,000–1,5…` was cut before): at 80 columns no cell ends in "…" (they fold, as docs/groups.md says); at
+    24 and at 14 rows the top line is the refresh (nothing scrolled away), the newest events are shown and the
+    older ones dropped first, with a line saying how many; what does not fit below is cut by a line saying so."""
+    sid = sdk.stream(partitions=4, name="burst")
+    for i in range(0, 6000, 500):
+        sdk.put(sid, [(f"k{j % 4}", f"v{j}") for j in range(i, i + 500)])
+    _, config, env = term
+    for name in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot"):
+        sdk.group_cursor(sid, "billing", name, timeout_in_ms=1500)
+    args = ["--config", config, "--stream", "burst", "inspect", "--watch", "--health", "--interval", "0.5s",
+            "--iterations", "10"]  # fmt: skip
+    screen = proc.on_pty(args, env, columns=80, rows=rows, timeout=90)
+    assert screen.code == 0, screen.text
+    lines = screen.lines
+    assert lines[0].startswith("refreshed "), screen.text  # nothing scrolled off its top
+    assert all(len(line) <= 80 for line in lines), screen.text
+    ours = ("earlier event(s) not shown", "more below the terminal's foot")  # said, not cut
+    cut = [line for line in lines if "…" in line and not any(note in line for note in ours)]
+    assert not cut, screen.text
+    shown = [line for line in lines if re.match(r"\d\d:\d\d:\d\dZ  ", line)]
+    assert shown, screen.text  # the newest events are on the screen whatever its height
+    times = [line[:9] for line in shown]
+    assert times == sorted(times), screen.text  # oldest first: the newest at the foot of the log
+    note = [line for line in lines if "earlier event(s) not shown" in line]
+    if rows == 14:
+        assert note and re.match(r"… \d+ earlier event\(s\) not shown", note[0]), screen.text

@@ -58,7 +58,7 @@ def _thresholds(view: GroupView, health: Health | None, fail_on_lag: int | None,
         raise ThresholdExceeded("; and ".join(crossed) + ".")
 
 
-EVENTS_SHOWN = 8  # the watch screen keeps this many of the latest events
+EVENTS_KEPT = 200  # the watch keeps this many of the latest events for its screen (and counts the ones before)
 
 
 def _parse(interval: str, fail_on_time_lag: str | None, window: str, fail_on_health: str | None) -> tuple[float, ...]:
@@ -185,6 +185,7 @@ def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[Gro
     last look and its verdict."""
     tracker = Watch()
     shown: list[Event] = []
+    earlier = 0  # events dropped from `shown`
     view: GroupView | None = None
     verdict: Health | None = None
     # a dumb terminal cannot redraw in place: it gets every refresh appended
@@ -198,7 +199,8 @@ def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[Gro
             if got is not None:
                 view, verdict = got
                 events = tracker.sample(now, held(view))
-                shown = (shown + events)[-EVENTS_SHOWN:]
+                shown += events
+                earlier, shown = earlier + max(0, len(shown) - EVENTS_KEPT), shown[-EVENTS_KEPT:]
                 if verdict is not None and metrics.wanted:
                     metrics.update(s, view, verdict, now)
                 if live is None:
@@ -206,7 +208,8 @@ def _run(s: Session, g: Globals, looks: Looks, metrics: MetricsOut) -> tuple[Gro
             assert view is not None  # a first look that failed raised
             if live is not None:  # members as of the look shown (in an outage, the last one that answered)
                 members = tracker.members(outage.last_good_ms or now)
-                live.update(group_view.screen(view, verdict, members, shown, now, outage.line()), refresh=True)
+                drawn = group_view.screen(view, verdict, members, (shown, earlier), now, outage.line())
+                live.update(drawn, refresh=True)
             if not looks.watch or (looks.iterations is not None and turn >= looks.iterations):
                 outage.still()  # the last refresh failed: its error is the exit
                 return view, verdict

@@ -124,8 +124,8 @@ def pace(health: Health) -> str:
 
 def health_table(health: Health, screen: bool = False) -> Group:
     """The verdict as a line of its own above the table: as the table's title it would be wrapped to the width of
-    three narrow columns, a centred block of fragments on an 80-column terminal. On a watch's `screen`, of fixed
-    height, each reason is one line (the whole reason is in the JSON, and in `inspect --health`)."""
+    three narrow columns, a centred block of fragments on an 80-column terminal. Each reason folds onto the lines
+    it needs, on a watch's `screen` too (docs/groups.md: text cells fold rather than end in "…")."""
     from rich.console import Group
     from rich.text import Text
 
@@ -137,10 +137,9 @@ def health_table(health: Health, screen: bool = False) -> Group:
         f"health: {health.verdict}{pace(health)} (the worst partition's; {health.samples} sample(s), "
         f"window {human_duration(health.window_s)}{widened})"
     )
-    cut = ("WHY",) if screen else ()
     title = console.visible(title)
     return Group(Text(console.clauses(title, console.out().width) if screen else title, style="italic"),
-                 console.table(["PARTITION", "HEALTH", "WHY"], rows, cut=cut))  # fmt: skip
+                 console.table(["PARTITION", "HEALTH", "WHY"], rows))  # fmt: skip
 
 
 def _members(members: list[Member]) -> Table:
@@ -156,10 +155,11 @@ def _members(members: list[Member]) -> Table:
     return console.table(["INSTANCE", "PARTITIONS", "LEFT", "LAST HEARTBEAT"], rows, title=f"{len(members)} member(s)")
 
 
-def screen(view: GroupView, health: Health | None, members: list[Member], events: list[Event], now_ms: int,
-            trouble: str | None = None) -> Group:  # fmt: skip
+def screen(view: GroupView, health: Health | None, members: list[Member], events: tuple[list[Event], int],
+           now_ms: int, trouble: str | None = None) -> Group:  # fmt: skip
     """The watch screen: the latest events first (a long table must not push them off the screen), the members,
-    the partitions, the health; `trouble`: why the look shown is not a new one."""
+    the partitions, the health; `events`: the latest, and how many came before them; `trouble`: why the look
+    shown is not a new one."""
     from rich.console import Group
     from rich.text import Text
 
@@ -178,15 +178,50 @@ def screen(view: GroupView, health: Health | None, members: list[Member], events
     # a last, empty line: tables fill the width, and a ^C the terminal echoes after a full line would wrap it,
     # so that the final redraw would start a line low and leave a copy of the top line behind
     rest.append(Text(""))
-    room = console.out().height - _lines(Group(*head, *rest))  # the latest events that fit the screen
-    shown = events[-room:] if room > 0 else []
-    lines = [Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {console.visible(e.text)}", no_wrap=True, overflow="ellipsis")
-             for e in shown]  # fmt: skip
-    return Group(*head, *(lines or ([] if events else [Text("no events yet")])), *rest)
+    term = console.out()
+    below = term.render_lines(Group(*rest), term.options, pad=False)
+    # the newest events that fit above the rest, folded as every text is; on a screen too short for the rest, a
+    # third of it still: what just happened is what a watch is for
+    shown = _events(*events, max(term.height - 1 - len(below), term.height // 3))
+    return Group(*head, *shown, _cropped(below, term.height - 1 - sum(_lines(e) for e in shown)))
 
 
-def _lines(group: Group) -> int:
-    """How many lines `group` takes on the terminal."""
+def _cropped(lines: list[list[Any]], room: int) -> Any:
+    """Rendered `lines` within `room` lines: the screen's foot cut by us, saying so, never scrolled (a screen
+    taller than the terminal scrolls its top away at every redraw)."""
+    from rich.segment import Segment, Segments
+    from rich.style import Style
+
+    if len(lines) > room:  # the last line stays empty, as the screen's always is (see screen)
+        note = [Segment("… more below the terminal's foot (a taller terminal shows it)", Style(dim=True))]
+        lines = [*lines[: max(0, room - 2)], note, []]
+    return Segments([seg for line in lines for seg in (*line, Segment.line())][:-1])
+
+
+def _events(events: list[Event], earlier: int, room: int) -> list[Any]:
+    """The newest `events` that fit in `room` lines, oldest first, each folded onto as many lines as it needs;
+    a line above them says how many earlier ones (`earlier` before `events` included) are not shown."""
+    from rich.text import Text
+
+    if not events:
+        return [Text("no events yet")]
+    shown: list[Any] = []
+    used = 0
+    for e in reversed(events):
+        line = Text(f"{ms_to_rfc3339(e.at_ms)[11:19]}Z  {console.visible(e.text)}")
+        need = _lines(line)
+        dropped = earlier + len(events) - len(shown) - 1
+        if used + need + (1 if dropped else 0) > room:
+            break
+        shown.insert(0, line)
+        used += need
+    if earlier + len(events) > len(shown):
+        shown.insert(0, Text(f"… {earlier + len(events) - len(shown)} earlier event(s) not shown", style="dim"))
+    return shown
+
+
+def _lines(group: Any) -> int:
+    """How many lines `group` (or any renderable) takes on the terminal."""
     term = console.out()
     return len(term.render_lines(group, term.options, pad=False))
 
