@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test test-full lint bench bench-all demo venv clean docs
 
+# -qq and the warning filter: pip's and setuptools' banners (an editable install's "be careful with folders",
+# an index location this machine's pip configuration names) are nothing a user can act on; errors still show
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[export,test,dev]'
+	$(BIN)/python -m pip install -qq --upgrade pip
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install -qq -e '.[export,test,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
