@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: lint  ## two workers: the suite mostly waits (on processes, sockets, real time), see README
+test: lint  ## four workers: the suite mostly waits (on processes, sockets, real time), see README
 	$(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
 test-full: lint  ## the same suite with the scale tests at full size (the cluster export, the long reliability runs)
