@@ -487,17 +487,16 @@ def test_a_pace_stays_on_one_line_in_the_all_groups_table_at_80_columns():
 
 
 def test_a_health_watch_with_its_events_fits_80_by_30(term, sdk, tmp_path):
-    """Four partitions, two instances that come and go (events), messages waiting (reasons a line long and more):
-    the screen fits the terminal, the latest events kept and each reason on one line, nothing cut at its foot."""
+    """Four partitions, three instances that come and go (events), messages waiting (reasons a line long and more):
+    the screen fits the terminal, the latest events kept, nothing cut at its foot. The instances join once the
+    watch has drawn its first screen (however slow the host is to start it), and Ctrl-C comes once they ran out."""
     sid = sdk.stream(partitions=4, name="wide")
     sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(80)])
     _, config, env = term
-    for name in ("a", "b", "c"):
-        sdk.group_cursor(sid, "billing", name, timeout_in_ms=1500)
-    args = ["--config", config, "--stream", "wide", "inspect", "--watch", "--health", "--interval", "0.5s",
-            "--iterations", "8"]  # fmt: skip
-    screen = proc.on_pty(args, env, columns=80, rows=30, timeout=60)
-    assert screen.code == 0, screen.text
+    args = ["--config", config, "--stream", "wide", "inspect", "--watch", "--health", "--interval", "0.5s"]
+    screen = proc.on_pty(args, env, columns=80, rows=30, timeout=60,
+                         ctrl_c_when=_joins_then(sdk, sid, ("a", "b", "c"), b"holds nothing any more"))  # fmt: skip
+    assert screen.code == 130, screen.text
     assert "..." not in screen.text and all(len(line) <= 80 for line in screen.lines), screen.text
     assert screen.lines[0].startswith("refreshed "), screen.text  # nothing scrolled off its top, nor cut at its foot
     assert any(line.startswith("health: ") for line in screen.lines), screen.text
@@ -514,12 +513,11 @@ def test_a_watch_at_80_columns_folds_its_reasons_and_keeps_the_newest_events(ter
     for i in range(0, 6000, 500):
         sdk.put(sid, [(f"k{j % 4}", f"v{j}") for j in range(i, i + 500)])
     _, config, env = term
-    for name in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot"):
-        sdk.group_cursor(sid, "billing", name, timeout_in_ms=1500)
-    args = ["--config", config, "--stream", "burst", "inspect", "--watch", "--health", "--interval", "0.5s",
-            "--iterations", "10"]  # fmt: skip
-    screen = proc.on_pty(args, env, columns=80, rows=rows, timeout=90)
-    assert screen.code == 0, screen.text
+    args = ["--config", config, "--stream", "burst", "inspect", "--watch", "--health", "--interval", "0.5s"]
+    names = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
+    screen = proc.on_pty(args, env, columns=80, rows=rows, timeout=90,
+                         ctrl_c_when=_joins_then(sdk, sid, names, b"holds nothing any more"))  # fmt: skip
+    assert screen.code == 130, screen.text
     lines = screen.lines
     assert lines[0].startswith("refreshed "), screen.text  # nothing scrolled off its top
     assert all(len(line) <= 80 for line in lines), screen.text
@@ -533,3 +531,21 @@ def test_a_watch_at_80_columns_folds_its_reasons_and_keeps_the_newest_events(ter
     note = [line for line in lines if "earlier event(s) not shown" in line]
     if rows == 14:
         assert note and re.match(r"… \d+ earlier event\(s\) not shown", note[0]), screen.text
+
+
+def _joins_then(sdk, sid: str, names: tuple[str, ...], until: bytes):
+    """A ctrl_c_when for on_pty: once the watch has drawn its first screen, the instances `names` join group
+    `billing` (1.5 s timeouts: they go silent and run out); Ctrl-C once the screen drawn since shows `until`."""
+    joined: list[int] = []
+
+    def now(raw: bytes) -> bool:
+        if not joined:
+            if b"refreshed" not in raw:
+                return False
+            for name in names:
+                sdk.group_cursor(sid, "billing", name, timeout_in_ms=1500)
+            joined.append(len(raw))
+            return False
+        return until in raw[joined[0] :]
+
+    return now

@@ -250,6 +250,10 @@ def show(
         console.emit({"event": "snapshot", **doc} if watch else doc, out, lambda: line, one_line=True)
         return
     doc = view.to_json() if health is None else {**view.to_json(), "health": health.to_json()}
+    if health is not None:  # STABLE means no member is silent, in the JSON too
+        silent = silent_members(view, health)
+        doc["silent_members"] = silent
+        doc["state"] = "DEGRADED" if silent and view.state == "STABLE" else view.state
     if watch and out != "table":
         doc = {"event": "snapshot", **doc}
     console.emit(doc, out, lambda: render(view, health), one_line=watch)

@@ -4,6 +4,7 @@ answers every request the same way, whatever was asked."""
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
@@ -23,6 +24,8 @@ class HostileServer:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.stopping = threading.Event()
         self.connections = 0
+        self.requests: list[float] = []  # when each request's headers came (time.monotonic)
+        self.given_up: list[float] = []  # when the client closed each connection it gave up on
         threading.Thread(target=self._accept, daemon=True).start()
 
     def close(self) -> None:
@@ -47,14 +50,28 @@ class HostileServer:
                 if not chunk:
                     return
                 data += chunk
+            self.requests.append(time.monotonic())
             getattr(self, "_" + self.behaviour.replace("-", "_"))(conn)
-        except OSError:
-            pass
+        except OSError:  # a send or read the client's end refused: it gave up (closed the connection)
+            self.given_up.append(time.monotonic())
         finally:
             conn.close()
 
+    def held_s(self) -> float:
+        """From the first request to the last connection the client gave up on: how long the server held the
+        command, whatever its process took to start (on a loaded host, seconds). A give-up is seen at the next
+        byte the server would drip (within `interval_s`): waited for here."""
+        deadline = time.monotonic() + 5
+        while len(self.given_up) < len(self.requests) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self.requests and self.given_up, (self.requests, self.given_up)
+        return max(self.given_up) - min(self.requests)
+
     def _drip(self, conn: socket.socket, data: bytes) -> None:
         for i in range(len(data)):
+            if select.select([conn], [], [], 0)[0] and not conn.recv(1):  # the client closed: it gave up
+                self.given_up.append(time.monotonic())
+                return
             if self.stopping.is_set():
                 return
             conn.sendall(data[i : i + 1])
