@@ -5,6 +5,7 @@ waits for its reservations to run out, then executes (one line off a terminal sa
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -37,10 +38,15 @@ def group(api_key, tmp_path):
         assert running.stdout is not None and running.stdout.readline(), "the tail wrote nothing"
         return running
 
+    def on_terminal(*more: str) -> proc.Screen:
+        return proc.on_pty(["--config", config, "reset", "--to", "earliest", "--execute", "--yes", *more], env,
+                           timeout=60)  # fmt: skip
+
     def reset(*more: str) -> subprocess.CompletedProcess[str]:
         args = [proc.exe(), "--config", config, "reset", "--to", "earliest", "--execute", "--yes", *more]
         return subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
 
+    reset.on_terminal = on_terminal  # type: ignore[attr-defined]
     yield tail, reset
     for running in started:
         if running.poll() is None:
@@ -73,3 +79,16 @@ def test_a_tail_still_running_refuses_the_reset_even_with_wait(group):
     assert refused.returncode == 1, refused.stderr
     assert "a renewed its reservation while the reset waited: it is still running" in refused.stderr, refused.stderr
     assert running.poll() is None  # the reset moved nothing: the tail reads on
+
+
+def test_on_a_terminal_the_wait_counts_down_then_the_line_is_gone(group):
+    tail, reset = group
+    running = tail()
+    running.send_signal(signal.SIGINT)
+    assert running.wait(timeout=30) == 130
+    screen = reset.on_terminal("--wait")
+    assert screen.code == 0, screen.text
+    drawn = screen.raw.decode(errors="replace")
+    assert re.search(r"\rwaiting for a: [\d.]+s left", drawn), drawn  # a countdown, redrawn in place
+    assert "waiting for a:" not in screen.text, screen.text  # erased once the wait is over
+    assert "reset applied to group 'billing'" in screen.text, screen.text
