@@ -58,7 +58,7 @@ def test_a_trickling_server_cannot_keep_a_command_past_its_deadline(api_key, tmp
     finally:
         server.close()
     assert code == 4, err
-    assert server.held_s() < DEADLINE_S + 1.5, server.held_s()  # the process's start aside (slow on a busy host)
+    assert server.held_s() < DEADLINE_S + 3, server.held_s()  # the process's start aside (slow on a busy host)
     assert seconds < DEADLINE_S + 30, seconds  # and the whole command ends
     lines = err.strip().splitlines()
     assert lines[0].startswith("error: ListStreams: no answer from http://127.0.0.1:") and "in time" in lines[0], err
@@ -75,7 +75,7 @@ def test_an_answer_larger_than_the_service_sends_is_refused_in_bounded_memory(ap
     assert code == 4, err
     assert "more than the service ever sends for it (16 MiB): not the service's answer" in err, err
     assert 0 < peak_kib < 150 * 1024, peak_kib  # 262 MB were sent: at most 16 MiB of them were held
-    assert server.held_s() < DEADLINE_S + 1.5, server.held_s()  # the process's start aside
+    assert server.held_s() < DEADLINE_S + 3, server.held_s()  # the process's start aside
     assert seconds < DEADLINE_S + 30, seconds
     assert not (tmp_path / "state" / "crash.log").exists()
 
@@ -110,6 +110,6 @@ def test_object_storage_calls_are_held_to_the_deadline_too(api_key, tmp_path):
     finally:
         server.close()
     assert code == 4, err
-    assert server.held_s() < DEADLINE_S + 1.5, server.held_s()  # the process's start and imports aside
+    assert server.held_s() < DEADLINE_S + 3, server.held_s()  # the process's start and imports aside
     assert seconds < DEADLINE_S + 30, seconds
     assert "did not answer whole within 3 s" in err and "Traceback" not in err, err

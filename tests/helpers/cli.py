@@ -78,11 +78,11 @@ def on_pty(
     environment = {"TERM": "xterm-256color", **env, "COLUMNS": str(columns), "LINES": str(rows)}
     if not size_vars:
         environment = {k: v for k, v in environment.items() if k not in ("COLUMNS", "LINES")}
-    controlling = {} if ctrl_c_when is None else {
-        "start_new_session": True,
-        "preexec_fn": lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
-    }  # fmt: skip
-    proc = subprocess.Popen([exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=environment, **controlling)
+    # a terminal of its own, so that a typed Ctrl-C reaches it: util-linux's setsid makes a session and takes the
+    # terminal (stdin) as its controlling one, then execs (the same pid). Not a preexec_fn: that forks this
+    # worker, and a worker holding a Spark Connect session has gRPC threads that may abort the child.
+    controlling = [] if ctrl_c_when is None else ["setsid", "--ctty"]
+    proc = subprocess.Popen([*controlling, exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=environment)
     os.close(slave)
     raw = bytearray()
     deadline = time.monotonic() + timeout
