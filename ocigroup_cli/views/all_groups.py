@@ -120,11 +120,10 @@ def _lagging(view: GroupView) -> bool:
 
 
 def row(view: GroupView, health: Health) -> dict[str, Any]:
-    from ocigroup_cli.views.group import silent_members
+    from ocigroup_cli.views.group import silent_members, state_of
 
     silent = silent_members(view, health)
-    state = "DEGRADED" if silent and view.state == "STABLE" else view.state  # STABLE: no member is silent
-    return {**view.summary_json(), "state": state, "silent_members": silent, "health": health.verdict,
+    return {**view.summary_json(), "state": state_of(view, silent), "silent_members": silent, "health": health.verdict,
             "catchup_eta_s": health.to_json()["catchup_eta_s"], "pace": health.catchup_text()}  # fmt: skip
 
 

@@ -36,6 +36,11 @@ def silent_members(view: GroupView, health: Health | None, members: Sequence[Mem
     return sorted({m.instance for m in members if m.silent} | {name for name in judged if name})
 
 
+def state_of(view: GroupView, silent: Sequence[str]) -> str:
+    """The group's state as shown: STABLE only while no member is `silent` (then DEGRADED)."""
+    return "DEGRADED" if silent and view.state == "STABLE" else view.state
+
+
 def summary(view: GroupView, silent: Sequence[str] = ()) -> str:
     """The group in one line: state, members, total lag, the oldest waiting message's age. STABLE only while no
     member is `silent`: then DEGRADED, naming them."""
@@ -48,9 +53,7 @@ def summary(view: GroupView, silent: Sequence[str] = ()) -> str:
     spread = f"{b.expected_min}-{b.expected_max}" if b.expected_min != b.expected_max else f"{b.expected_max}"
     members = f"{len(b.instances)} member(s)" + (f" with {spread} partition(s) each" if b.instances else "")
     loss = f", {losses_summary(view.losses)}" if view.losses else ""
-    state = view.state
-    if silent:
-        state = f"{'DEGRADED' if state == 'STABLE' else state} ({', '.join(silent)} silent)"
+    state = state_of(view, silent) + (f" ({', '.join(silent)} silent)" if silent else "")
     return (
         f"group {view.group} on {view.stream}: {state}, {members}, total lag {lag}, "
         f"max time lag {human_duration(view.max_time_lag_s)}{loss} (at {view.at})"
@@ -182,8 +185,8 @@ def screen(view: GroupView, health: Health | None, members: list[Member], events
     below = term.render_lines(Group(*rest), term.options, pad=False)
     # the newest events that fit above the rest, folded as every text is; on a screen too short for the rest, a
     # third of it still: what just happened is what a watch is for
-    shown = _events(*events, max(term.height - 1 - len(below), term.height // 3))
-    return Group(*head, *shown, _cropped(below, term.height - 1 - sum(_lines(e) for e in shown)))
+    shown, used = _events(*events, max(term.height - 1 - len(below), term.height // 3))
+    return Group(*head, *shown, _cropped(below, term.height - 1 - used))
 
 
 def _cropped(lines: list[list[Any]], room: int) -> Any:
@@ -198,13 +201,14 @@ def _cropped(lines: list[list[Any]], room: int) -> Any:
     return Segments([seg for line in lines for seg in (*line, Segment.line())][:-1])
 
 
-def _events(events: list[Event], earlier: int, room: int) -> list[Any]:
+def _events(events: list[Event], earlier: int, room: int) -> tuple[list[Any], int]:
     """The newest `events` that fit in `room` lines, oldest first, each folded onto as many lines as it needs;
-    a line above them says how many earlier ones (`earlier` before `events` included) are not shown."""
+    a line above them says how many earlier ones (`earlier` before `events` included) are not shown. With the
+    lines they take."""
     from rich.text import Text
 
     if not events:
-        return [Text("no events yet")]
+        return [Text("no events yet")], 1
     shown: list[Any] = []
     used = 0
     for e in reversed(events):
@@ -217,7 +221,8 @@ def _events(events: list[Event], earlier: int, room: int) -> list[Any]:
         used += need
     if earlier + len(events) > len(shown):
         shown.insert(0, Text(f"… {earlier + len(events) - len(shown)} earlier event(s) not shown", style="dim"))
-    return shown
+        used += 1
+    return shown, used
 
 
 def _lines(group: Any) -> int:
@@ -253,7 +258,7 @@ def show(
     if health is not None:  # STABLE means no member is silent, in the JSON too
         silent = silent_members(view, health)
         doc["silent_members"] = silent
-        doc["state"] = "DEGRADED" if silent and view.state == "STABLE" else view.state
+        doc["state"] = state_of(view, silent)
     if watch and out != "table":
         doc = {"event": "snapshot", **doc}
     console.emit(doc, out, lambda: render(view, health), one_line=watch)
