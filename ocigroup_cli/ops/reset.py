@@ -158,13 +158,12 @@ def wait_out(client: StreamingClient, stream: StreamInfo, group: str, clock: Clo
     """Wait until no instance holds a live reservation of `group`, as long as none renews one: a stopped instance's
     reservations run out within the group's timeout, a heartbeating one's never do (StillHeartbeating names it).
     Bounded by the longest reservation left plus WAIT_MARGIN_S. `tick(instances, seconds left)` at each look."""
-    first = _ends(client.get_group(stream, group), clock.time_ms())
+    now = clock.time_ms()
+    first = ends = _ends(client.get_group(stream, group), now)
     if not first:
         return
-    deadline = clock.monotonic() + (max(first.values()) - clock.time_ms()) / 1000 + WAIT_MARGIN_S
+    deadline = clock.monotonic() + (max(first.values()) - now) / 1000 + WAIT_MARGIN_S
     while True:
-        now = clock.time_ms()
-        ends = _ends(client.get_group(stream, group), now)
         renewed = sorted(who for who, until in ends.items() if until > first.get(who, -1))
         if renewed:
             raise StillHeartbeating(
@@ -178,6 +177,8 @@ def wait_out(client: StreamingClient, stream: StreamInfo, group: str, clock: Clo
         left = (max(ends.values()) - now) / 1000
         tick(sorted(ends), left)
         clock.sleep(min(1.0, max(0.2, left)))
+        now = clock.time_ms()
+        ends = _ends(client.get_group(stream, group), now)
 
 
 def _ends(reservations: list[Reservation], now_ms: int) -> dict[str, int]:
