@@ -48,7 +48,7 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 
 # Run with workers (`make test`: pytest -n 4 --dist loadgroup; the suite mostly waits, on processes, sockets and
 # real time), the tests that start JVMs (Spark) run in four groups, each on one worker, one test after another,
-# so that no more than four JVM-starting tests run at once; the workers share one Spark engine (spark_engine).
+# so that no more than four JVM-starting tests run at once; each such worker has its Spark engine (spark_engine).
 # The timed fault scenarios (reliability) are a group of their own; the other tests fill the workers as they free
 # up.
 GROUPS = {
@@ -153,10 +153,9 @@ def sdk(emulator, api_key) -> Sdk:
 
 @pytest.fixture(scope="session")
 def spark_engine(tmp_path_factory, worker_id):
-    """One warm Spark engine (a Spark Connect server, as exports use by default) for the whole run, shared by every
-    worker that needs one (a state directory beside the workers' own; engine.ensure starts it once, under its
-    lock), started with proxy variables naming a dead port (as on a host behind a proxy); stopped by the last
-    worker that used it. Skipped without Java or pyspark."""
+    """One warm Spark engine (a Spark Connect server, as exports use by default) for the worker's whole run, in a
+    state directory of its own, started with proxy variables naming a dead port (as on a host behind a proxy);
+    stopped at the end. Skipped without Java or pyspark."""
     import fcntl
     import shutil
 
@@ -167,7 +166,9 @@ def spark_engine(tmp_path_factory, worker_id):
     from ocigroup_cli.export import spark as export_spark
 
     root = tmp_path_factory.getbasetemp()
-    shared = (root.parent if worker_id != "master" else root) / "engine-state"
+    # one engine per worker: an engine shared across workers ran one test's job while another's interruption
+    # (kill -9, Ctrl-C of an sc:// export) took its Python workers down: "Python worker exited unexpectedly"
+    shared = root / "engine-state"
     users = shared / "users"
     users.mkdir(parents=True, exist_ok=True)
     state = str(shared)
