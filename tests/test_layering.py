@@ -19,6 +19,9 @@ FORBIDDEN = {
     "commands": {"client", "emulator", "export"},  # commands parse, call ops (or their own engine) and render
     "cli": {"client", "emulator", "export", "commands", "views"},  # the frame commands share
     "views": {"client", "emulator", "export", "commands", "app"},  # what commands show and where they send it
+    # IAM's tables and grammar: pure, for the emulator, the client's hints and the doctor alike
+    "iam": {"client", "ops", "commands", "emulator", "export", "app", "console", "errors", "paths", "config", "instance",
+            "cli", "views", "yamlfile", "inputs"},  # fmt: skip
 }
 # the one command module that may reach into a room commands otherwise may not: its own engine
 ENGINE_OF = {"commands/emulator.py": "emulator", "commands/export.py": "export"}

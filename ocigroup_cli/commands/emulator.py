@@ -29,6 +29,14 @@ TrustedKeys = Annotated[
     list[Path] | None,
     typer.Option("--trusted-key", help="Public (or private) PEM of an API key to accept; repeatable."),
 ]
+Iam = Annotated[
+    Path | None,
+    typer.Option(
+        "--iam",
+        help="A tenancy file (users, keys, groups, compartments, policies): authorize every call as the service "
+        "does (docs/iam.md). Off: every trusted key may do everything.",
+    ),
+]
 NoAuth = Annotated[bool, typer.Option("--no-auth", help="Accept unsigned requests (no verification).")]
 Dense = Annotated[bool, typer.Option(help="Give offsets with no gaps (the service leaves gaps).")]
 RateLimits = Annotated[
@@ -74,6 +82,7 @@ def serve(
     port: Port = LOCAL_PORT,
     data: Data = None,
     trusted_key: TrustedKeys = None,
+    iam: Iam = None,
     no_auth: NoAuth = False,
     dense_offsets: Dense = False,
     rate_limits: RateLimits = True,
@@ -97,6 +106,8 @@ def serve(
     from ocigroup_cli.emulator.shared.options import Options
 
     _check_tls(tls_cert, tls_key)
+    if iam is not None and no_auth:
+        raise UsageError("--iam authorizes who signed a request: it cannot go with --no-auth.", "drop one of them")
     os.umask(0o077)  # its data (messages, objects) and everything beside it: its owner's alone
     keys = _read_keys(trusted_key or [])
     config = ServerConfig(
@@ -117,6 +128,7 @@ def serve(
         tls_cert=None if tls_cert is None else str(tls_cert),
         tls_key=None if tls_key is None else str(tls_key),
         owner_key=_owner_key(owner_key_file),
+        iam=None if iam is None else str(iam),
     )
     import logging  # here, not at the top: every other command would pay for its import
 
@@ -178,11 +190,14 @@ def _bind(config: ServerConfig) -> EmulatorServer:
 
     from ocigroup_cli.core.clock import ManualClock, SystemClock
     from ocigroup_cli.emulator.server import EmulatorServer
+    from ocigroup_cli.iam.file import IamFileError
 
     real = SystemClock()  # the rates and the lifecycle: real time, even when the test clock stands still
     clock = ManualClock(real.time_ms()) if config.test_mode else real
     try:
         return EmulatorServer(config, clock, real)
+    except IamFileError as exc:
+        raise UsageError(f"--iam {exc}", "fix that line (the file's shape: docs/iam.md)") from None
     except ValueError as exc:
         raise UsageError(f"--trusted-key: not a usable RSA key PEM ({exc}).") from None
     except sqlite3.Error as exc:
@@ -200,13 +215,15 @@ def _serve_until_stopped(config: ServerConfig) -> None:
 
     server = _bind(config)
     auth = f"on, {len(config.trusted_keys)} trusted key(s)" if config.auth else "off"
+    if config.iam:
+        auth = f"on, IAM from {config.iam}"
     console.notice(
         f"ocigroup emulator listening on {server.url} (data: {config.data}; auth: {auth}). This is a local emulator "
         "of OCI Streaming: its behaviour may differ from the service (see docs/emulator.md)."
     )
     if not server.loopback:
         console.warn(f"bound to {config.host}, not loopback: anyone who can reach this address can use the emulator.")
-    if config.auth and not config.trusted_keys:
+    if config.auth and not config.trusted_keys and not config.iam:
         console.warn("no --trusted-key given: every signed request will be refused (401). Use --no-auth to disable.")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

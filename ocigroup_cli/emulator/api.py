@@ -17,6 +17,7 @@ from ocigroup_cli.emulator.admin import Admin
 from ocigroup_cli.emulator.monitoring.routes import METRICS, MonitoringRoutes
 from ocigroup_cli.emulator.objectstorage.routes import StorageRoutes
 from ocigroup_cli.emulator.objectstorage.storage import ObjectStorage
+from ocigroup_cli.emulator.shared.access import Access
 from ocigroup_cli.emulator.shared.auth import Verifier
 from ocigroup_cli.emulator.shared.errors import ServiceError, limit_exceeded
 from ocigroup_cli.emulator.shared.wire import Response, no_api
@@ -32,17 +33,22 @@ log = logging.getLogger("ocigroup.emulator")
 
 class Api:
     def __init__(
-        self, backend: Backend, verifier: Verifier | None, admin: bool = False, owner_key: bytes | None = None
+        self,
+        backend: Backend,
+        verifier: Verifier | None,
+        admin: bool = False,
+        owner_key: bytes | None = None,
+        access: Access | None = None,
     ) -> None:
         self.backend = backend
         self.verifier = verifier
         self.admin = admin
-        self.streaming_routes = StreamingRoutes(backend, verifier)
-        self.monitoring_routes = MonitoringRoutes(backend.clock, verifier)
+        self.streaming_routes = StreamingRoutes(backend, verifier, access)
+        self.monitoring_routes = MonitoringRoutes(backend.clock, verifier, access)
         self.telemetry = self.monitoring_routes.telemetry
         options = backend.options
         self.storage = ObjectStorage(backend.store, backend.clock, options.namespace, options.region)
-        self.storage_routes = StorageRoutes(self.storage, verifier, MAX_BODY_BYTES)
+        self.storage_routes = StorageRoutes(self.storage, verifier, MAX_BODY_BYTES, access)
         self.admin_routes = Admin(self, owner_key, admin)
 
     def handle(

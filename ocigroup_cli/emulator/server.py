@@ -20,12 +20,14 @@ import uuid
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.emulator.api import Api
 from ocigroup_cli.emulator.objectstorage.storage import MAX_OBJECT_BODY
-from ocigroup_cli.emulator.shared.auth import Verifier, load_public_key
+from ocigroup_cli.emulator.shared.access import Access
+from ocigroup_cli.emulator.shared.auth import Verifier, fingerprint, load_public_key
 from ocigroup_cli.emulator.shared.faults import Fault, FaultPlan
 from ocigroup_cli.emulator.shared.options import Options
 from ocigroup_cli.emulator.shared.store import Store
@@ -68,6 +70,7 @@ class ServerConfig:
     tls_cert: str | None = None  # PEM certificate (chain) and its key: serve HTTPS
     tls_key: str | None = None
     owner_key: bytes | None = None  # the owner key of the state directory that started it (emulator/admin.py)
+    iam: str | None = None  # a tenancy file: IAM on (emulator/shared/access.py)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -253,13 +256,15 @@ class EmulatorServer:
         self.real_clock = real_clock or self.clock
         self.store = Store(config.data, fsync=config.fsync)
         self.backend = Backend(self.store, self.clock, config.options, real=self.real_clock)
-        verifier = None
+        verifier = access = None
         if config.auth:
+            trusted = [load_public_key(pem) for pem in config.trusted_keys]
+            access = Access(Path(config.iam), {fingerprint(k): k for k in trusted}) if config.iam else None
             # the date window is about the client's clock against real time, even when service time is manual
-            verifier = Verifier([load_public_key(pem) for pem in config.trusted_keys], SystemClock().time_ms)
+            verifier = Verifier(trusted, SystemClock().time_ms, access)
         ipv6 = ":" in config.host
         self.httpd = (_HttpServer6 if ipv6 else _HttpServer)((config.host, config.port), _Handler)
-        self.httpd.api = Api(self.backend, verifier, admin=config.test_mode, owner_key=config.owner_key)
+        self.httpd.api = Api(self.backend, verifier, config.test_mode, config.owner_key, access)
         self.httpd.faults = config.faults if config.faults and config.faults.active else None
         self.httpd.tls = tls_context(config.tls_cert, config.tls_key) if config.tls_cert else None
         host = f"[{config.host}]" if ipv6 else config.host

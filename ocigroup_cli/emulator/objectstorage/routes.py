@@ -16,35 +16,93 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from ocigroup_cli.emulator.objectstorage import buckets, listing, multipart, objects, retention
 from ocigroup_cli.emulator.objectstorage.objects import Conditions
 from ocigroup_cli.emulator.objectstorage.storage import ObjectStorage
+from ocigroup_cli.emulator.shared.access import Access, Principal, not_authorized_or_exists
 from ocigroup_cli.emulator.shared.auth import Verifier
-from ocigroup_cli.emulator.shared.errors import ServiceError, limit_exceeded
+from ocigroup_cli.emulator.shared.errors import ServiceError, bucket_not_found, limit_exceeded, not_found
 from ocigroup_cli.emulator.shared.wire import Response, json_body
 
 Headers = Callable[[str], list[str]]
 NO_USER = "ocid1.user.oc1..emulator"  # createdBy of a bucket made by an unsigned request (--no-auth)
+# (what the path names, whether it names one of them, method) -> the API operation, for IAM
+OPERATIONS = {
+    ("b", False, "GET"): "GetBucket",
+    ("b", False, "HEAD"): "HeadBucket",
+    ("b", False, "POST"): "UpdateBucket",
+    ("b", False, "DELETE"): "DeleteBucket",
+    ("o", False, "GET"): "ListObjects",
+    ("o", True, "GET"): "GetObject",
+    ("o", True, "HEAD"): "HeadObject",
+    ("o", True, "PUT"): "PutObject",
+    ("o", True, "DELETE"): "DeleteObject",
+    ("u", False, "POST"): "CreateMultipartUpload",
+    ("u", False, "GET"): "ListMultipartUploads",
+    ("u", True, "PUT"): "UploadPart",
+    ("u", True, "POST"): "CommitMultipartUpload",
+    ("u", True, "DELETE"): "AbortMultipartUpload",
+    ("u", True, "GET"): "ListMultipartUploadParts",
+    ("retentionRules", False, "POST"): "CreateRetentionRule",
+    ("retentionRules", False, "GET"): "ListRetentionRules",
+    ("retentionRules", True, "GET"): "GetRetentionRule",
+    ("retentionRules", True, "PUT"): "UpdateRetentionRule",
+    ("retentionRules", True, "DELETE"): "DeleteRetentionRule",
+}
 
 
 class StorageRoutes:
-    def __init__(self, space: ObjectStorage, verifier: Verifier | None, max_json_body: int) -> None:
+    def __init__(
+        self, space: ObjectStorage, verifier: Verifier | None, max_json_body: int, access: Access | None = None
+    ) -> None:
         self.space = space
         self.verifier = verifier
         self.max_json_body = max_json_body
+        self.access = access
 
     def handle(self, method: str, target: str, headers: Headers, body: bytes, names: list[str]) -> Response:
         split = urlsplit(target)
         parts = split.path.split("/", 6)  # "", "n", namespace, "b", bucket, o|u|retentionRules, rest
         data = method == "PUT" and len(parts) == 7 and parts[5] in ("o", "u")  # PutObject, UploadPart
-        if self.verifier is not None:
-            self.verifier.verify(method, target, headers, body, body_unsigned=data)
+        who = None if self.verifier is None else self.verifier.verify(method, target, headers, body, data)
         if not data and len(body) > self.max_json_body:
             raise limit_exceeded(f"The request body is larger than {self.max_json_body} bytes.")
         request = _Request(method, split.path, [unquote(p) for p in parts], dict(parse_qsl(split.query)), body)
         request.headers, request.names = headers, names
+        if self.access is not None:
+            self._authorize(who, request)
         response = self._route(request)
         given = headers("opc-client-request-id")
         if given:
             response.headers["opc-client-request-id"] = given[0]
         return response
+
+    def _authorize(self, who: Principal | None, r: _Request) -> None:
+        """IAM: a bucket's calls refused with its BucketNotFound (the answer to an object call on a bucket that
+        exists is not confirmed by Oracle: assumed the same), a create with 409, a list with 404."""
+        assert self.access is not None
+        p = r.parts
+        if len(p) < 4 or p[3] != "b":
+            return  # GetNamespace needs no permission
+        if len(p) == 4:
+            where = r.query.get("compartmentId")
+            if r.method == "POST":
+                data = json_body(r.body)
+                where = data.get("compartmentId") if isinstance(data, dict) else None
+            where = where if isinstance(where, str) else None  # none given: the operation's own 400
+            create = r.method == "POST"
+            operation = "CreateBucket" if create else "ListBuckets"
+            self.access.check(who, operation, where, {}, not_authorized_or_exists if create else not_found)
+            return
+        named = len(p) == 7
+        operation = OPERATIONS.get((p[5] if len(p) > 5 else "b", named, r.method))
+        if operation is None:
+            return  # not an API: the route answers so
+        namespace, bucket = p[2], p[4]
+        compartment, there = self.space.compartment_of(namespace, bucket, p[6] if named and p[5] == "o" else None)
+        if operation == "PutObject" and there:
+            operation = "OverwriteObject"
+        variables = {"target.bucket.name": bucket}
+        if named and p[5] in ("o", "u"):
+            variables["target.object.name"] = p[6]
+        self.access.check(who, operation, compartment, variables, lambda: bucket_not_found(namespace, bucket))
 
     def _route(self, r: _Request) -> Response:
         p = r.parts

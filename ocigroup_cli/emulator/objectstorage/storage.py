@@ -80,6 +80,17 @@ class ObjectStorage:
             raise bucket_not_found(namespace, name)
         return BucketRow(*row)
 
+    def compartment_of(self, namespace: str, bucket: str, name: str | None = None) -> tuple[str | None, bool]:
+        """IAM: the bucket's compartment (None: no such bucket here) and whether object `name` is in it."""
+        if namespace != self.namespace:
+            return None, False
+        with self.store.transaction() as db:
+            row = db.execute("SELECT compartment_id FROM buckets WHERE name = ?", (bucket,)).fetchone()
+            there = name is not None and db.execute(
+                "SELECT 1 FROM objects WHERE bucket = ? AND name = ?", (bucket, name)
+            ).fetchone() is not None
+        return (None if row is None else row[0]), there
+
     def exists(self, namespace: str, name: str) -> None:
         """Fail before a body is written to disk when its bucket does not exist (checked again when it is stored)."""
         with self.store.transaction() as db:

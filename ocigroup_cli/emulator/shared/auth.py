@@ -11,6 +11,7 @@ import base64
 import hashlib
 import re
 from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
 from cryptography.exceptions import InvalidSignature
@@ -19,9 +20,12 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from ocigroup_cli.core import keys
 from ocigroup_cli.core.timefmt import datetime_to_ms
+from ocigroup_cli.emulator.shared.access import Access, Principal
 from ocigroup_cli.emulator.shared.errors import ServiceError, not_authenticated
 
 MAX_SKEW_MS = 5 * 60 * 1000
+# the service's one answer to a key it does not know for that user (a wrong fingerprint, user or tenancy)
+GENERIC = "The required information to complete authentication was not provided or was incorrect."
 # linear time: a name starts only after a non-letter, so a long header is not re-scanned from every position
 # (the previous pattern took minutes on a 60 KB Authorization header)
 _PARAM = re.compile(r'(?<![A-Za-z])([A-Za-z]+)="([^"]*)"\s*(?:,|$)')
@@ -50,14 +54,20 @@ def load_public_key(pem: bytes) -> rsa.RSAPublicKey:
 
 
 class Verifier:
-    def __init__(self, keys: Iterable[rsa.RSAPublicKey], now_ms: Callable[[], int]) -> None:
+    """With `access` (IAM on), a key is one of the tenancy file's users' and the answer to any other is the
+    service's generic 401; without, any trusted key signs as anyone, and the 401 says what is wrong."""
+
+    def __init__(
+        self, keys: Iterable[rsa.RSAPublicKey], now_ms: Callable[[], int], access: Access | None = None
+    ) -> None:
         self.keys = {fingerprint(k): k for k in keys}
         self.now_ms = now_ms
+        self.access = access
 
     def verify(
         self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes, body_unsigned: bool
-    ) -> None:
-        """Raise 401 NotAuthenticated unless the request carries a valid signature.
+    ) -> Principal:
+        """Who signed the request; 401 NotAuthenticated unless it carries a valid signature.
 
         `headers(name)` returns every value the request carried for that (case-insensitive) header name.
         `body_unsigned` is True for PutMessages, which the SDK signs without the body headers.
@@ -76,7 +86,7 @@ class Verifier:
             raise not_authenticated("Only signature version 1 is supported.")
         if params["algorithm"] != "rsa-sha256":
             raise not_authenticated("Only the rsa-sha256 signature algorithm is supported.")
-        key = self._key(params["keyId"])
+        key, who = self._key(params["keyId"])
         signed = params["headers"].lower().split()
         self._require(method, signed, body_unsigned)
 
@@ -100,19 +110,26 @@ class Verifier:
             )
         except (InvalidSignature, ValueError):
             raise not_authenticated("The request signature does not verify.") from None
+        return who
 
-    def _key(self, key_id: str) -> rsa.RSAPublicKey:
+    def _key(self, key_id: str) -> tuple[rsa.RSAPublicKey, Principal]:
         if key_id.startswith("ST$"):
             raise not_authenticated("Security-token signatures are not supported by the emulator; use an API key.")
         parts = key_id.split("/")
         if len(parts) != 3 or not all(parts):
             raise not_authenticated("The keyId must look like <tenancy OCID>/<user OCID>/<key fingerprint>.")
+        who = Principal(*parts)
+        if self.access is not None:
+            found = self.access.key(*parts)
+            if found is None:
+                raise not_authenticated(GENERIC)
+            return found, who
         key = self.keys.get(parts[2].lower())
         if key is None:
             raise not_authenticated(
                 f"No trusted key has fingerprint {parts[2]}; start the emulator with --trusted-key."
             )
-        return key
+        return key, who
 
     @staticmethod
     def _require(method: str, signed: list[str], body_unsigned: bool) -> None:
@@ -131,14 +148,28 @@ class Verifier:
             sent_ms = datetime_to_ms(parsedate_to_datetime(headers(date_header)[0]))
         except (TypeError, ValueError, IndexError):
             raise not_authenticated(f"The {date_header!r} header is not an HTTP date.") from None
-        if abs(self.now_ms() - sent_ms) > MAX_SKEW_MS:
-            raise not_authenticated("The request date is more than 5 minutes away from the server's clock.")
+        now_ms = self.now_ms()
+        if abs(now_ms - sent_ms) > MAX_SKEW_MS:
+            raise not_authenticated(skew_message(sent_ms, now_ms))
         if "x-content-sha256" in signed:
             digest = base64.b64encode(hashlib.sha256(body).digest()).decode("ascii")
             if headers("x-content-sha256")[0] != digest:
                 raise not_authenticated("x-content-sha256 does not match the request body.")
         if "content-length" in signed and headers("content-length")[0].strip() != str(len(body)):
             raise not_authenticated("content-length does not match the request body.")
+
+
+def _http_date(ms: int) -> str:
+    return datetime.fromtimestamp(ms // 1000, timezone.utc).strftime("%a, %d %b %Y %H:%M:%S UTC")
+
+
+def skew_message(sent_ms: int, now_ms: int) -> str:
+    """The service's words for a date more than 5 minutes off (oracle/terraform-provider-oci issue 474)."""
+    low, high = _http_date(now_ms - MAX_SKEW_MS), _http_date(now_ms + MAX_SKEW_MS)
+    return (
+        f"Date '{_http_date(sent_ms)}' is not within allowed clock skew. Current '{_http_date(now_ms)}', "
+        f"valid datetime range: ['{low}', '{high}']"
+    )
 
 
 __all__ = ["ServiceError", "Verifier", "fingerprint", "load_public_key"]

@@ -8,13 +8,28 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
+from ocigroup_cli.emulator.shared.access import Access, Principal, not_authorized_or_exists
 from ocigroup_cli.emulator.shared.auth import Verifier
-from ocigroup_cli.emulator.shared.errors import ServiceError, invalid
+from ocigroup_cli.emulator.shared.errors import ServiceError, invalid, not_found
 from ocigroup_cli.emulator.shared.limits import MAX_GET_LIMIT
 from ocigroup_cli.emulator.shared.wire import Response, json_body, no_api, no_method
 from ocigroup_cli.emulator.streaming.backend import Backend, Messages
 
 BASE = "/20180418"
+# (method, what the path names) -> the API operation, for IAM
+OPERATIONS = {
+    ("GET", ""): "GetStream",
+    ("DELETE", ""): "DeleteStream",
+    ("PUT", ""): "UpdateStream",
+    ("GET", "groups"): "GetGroup",
+    ("PUT", "groups"): "UpdateGroup",
+    ("POST", "messages"): "PutMessages",
+    ("GET", "messages"): "GetMessages",
+    ("POST", "cursors"): "CreateCursor",
+    ("POST", "groupCursors"): "CreateGroupCursor",
+    ("POST", "commit"): "ConsumerCommit",
+    ("POST", "heartbeat"): "ConsumerHeartbeat",
+}
 
 
 def messages_json(result: Messages) -> bytes:
@@ -34,9 +49,10 @@ def messages_json(result: Messages) -> bytes:
 
 
 class StreamingRoutes:
-    def __init__(self, backend: Backend, verifier: Verifier | None) -> None:
+    def __init__(self, backend: Backend, verifier: Verifier | None, access: Access | None = None) -> None:
         self.backend = backend
         self.verifier = verifier
+        self.access = access
 
     def handle(self, method: str, target: str, headers: Callable[[str], list[str]], body: bytes) -> Response:
         """OCI Streaming's routes (under BASE)."""
@@ -45,8 +61,9 @@ class StreamingRoutes:
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         parts = path[len(BASE) + 1 :].split("/", 3)
         is_put = method == "POST" and len(parts) == 3 and parts[0] == "streams" and parts[2] == "messages"
-        if self.verifier is not None:
-            self.verifier.verify(method, target, headers, body, body_unsigned=is_put)
+        who = None if self.verifier is None else self.verifier.verify(method, target, headers, body, is_put)
+        if self.access is not None:
+            self._authorize(who, method, parts, query, body)
         b = self.backend
         if parts[0] == "workRequests" and len(parts) <= 2 and method == "GET":
             return self._work_requests(parts, query)
@@ -88,6 +105,34 @@ class StreamingRoutes:
         if route == ("POST", "heartbeat"):
             return self._json(b.consumer_heartbeat(stream_id, self._cursor(query)))
         raise no_api(method, path)
+
+    def _authorize(
+        self, who: Principal | None, method: str, parts: list[str], query: dict[str, str], body: bytes
+    ) -> None:
+        """IAM: refused as the service refuses, the same answer as for a stream that does not exist."""
+        assert self.access is not None
+        if parts[0] != "streams" or (len(parts) > 1 and not parts[1]):
+            return  # work requests: assumed readable by any user of the tenancy (Oracle names no permission)
+        if len(parts) == 1:
+            if method == "POST":
+                data = json_body(body)
+                where = data.get("compartmentId") if isinstance(data, dict) else None
+                where = where if isinstance(where, str) else self.access.current().id
+                self.access.check(who, "CreateStream", where, {}, not_authorized_or_exists)
+            elif method == "GET":
+                where = query.get("compartmentId") or self.access.current().id  # a pool: the tenancy's (assumed)
+                self.access.check(who, "ListStreams", where, {}, not_found)
+            return
+        stream_id = unquote(parts[1])
+        operation = OPERATIONS.get((method, parts[2] if len(parts) > 2 else ""))
+        if operation is None:
+            return  # not an API: the route answers so
+        variables = {"target.stream.id": stream_id}
+        if operation in ("GetStream", "DeleteStream", "UpdateStream"):
+            self.access.check(who, operation, self.backend.compartment_of(stream_id), variables, not_found)
+        else:
+            refusal = lambda: not_found(f"Stream {stream_id} was not found (or is not ACTIVE).")  # noqa: E731
+            self.access.check(who, operation, self.backend.compartment_of(stream_id), variables, refusal)
 
     def _streams(self, method: str, path: str, query: dict[str, str], body: bytes) -> Response:
         """CreateStream (the stream CREATING, and its work request) and ListStreams."""

@@ -149,6 +149,12 @@ class Streams:
             work = self._work_request(db, "CREATE", row, now, real)
         return {**self._json(row), "lifecycleState": "CREATING"}, work
 
+    def compartment_of(self, stream_id: str) -> str | None:
+        """The compartment a stream lives in (IAM: where its policies apply); None for no such stream."""
+        with self.store.transaction() as db:
+            row = self._row(db, stream_id)
+        return None if row is None else row.compartment_id
+
     def get_stream(self, stream_id: str) -> dict[str, Any]:
         with self.store.transaction() as db:
             row = self._row(db, stream_id)
