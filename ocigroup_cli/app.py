@@ -53,6 +53,8 @@ class Commands(LazyGroup):
         "cursor": Lazy("ocigroup_cli.commands.cursor", "app", "Create group cursors and partition cursors."),
         "export": Lazy("ocigroup_cli.commands.export", "app",
                        "Export a partition range for audit (Spark) with a manifest; verify an export."),
+        "doctor": Lazy("ocigroup_cli.commands.doctor", "doctor",
+                       "Check the profile's key, clock, endpoint and IAM permissions; name each fix."),
     }  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ocigroup_cli.client.tls import BUNDLE_HINT
 from ocigroup_cli.client.transport import Proxy
+from ocigroup_cli.iam.permissions import grants_for
 from ocigroup_cli.errors import (
     AuthFailed,
     BadRequest,
@@ -42,6 +43,35 @@ RETENTION_WORDS = "outside the retention period"
 UNRESERVED_WORDS = "unreserved partition"
 
 
+NOT_AUTHENTICATED_HINT = (
+    "the service does not know the key that signed: not uploaded for the profile's user (or rotated), a wrong "
+    "fingerprint, tenancy or user, or a clock more than 5 minutes off; `ocigroup doctor` checks which"
+)
+# what a 404 of each call is about, when it is not a missing permission
+_SUBJECT = {"GetGroup": "the stream or group", "UpdateGroup": "the stream or group", "ListStreams": "the compartment"}
+
+
+def not_found_hint(operation: str) -> str:
+    """The causes of a 404, in order: OCI answers a missing policy exactly as a missing resource."""
+    grants = grants_for(operation)
+    if operation in _SUBJECT:
+        subject = _SUBJECT[operation]
+    elif "Bucket" in operation or "Retention" in operation or operation == "ListObjects":
+        subject = "the bucket"
+    elif operation in ("PutObject", "UploadPart", "CreateMultipartUpload", "ListMultipartUploads"):
+        subject = "the bucket"
+    elif "Object" in operation or "Multipart" in operation:
+        subject = "the bucket or object"
+    elif operation == "PostMetricData":
+        subject = "the compartment or metric namespace"
+    else:
+        subject = "the stream"
+    if not grants:
+        return f"{subject} does not exist, or the endpoint is not the right one; `ocigroup doctor` checks which"
+    lacks = " and ".join(f"`{g}`" for g in grants)
+    return f"{subject} does not exist, or your user lacks {lacks} on it; `ocigroup doctor` checks which"
+
+
 def retriable_status(status: int, code: str | None) -> bool:
     return status == 429 or (status >= 500 and status != 501) or (status == 409 and code in RETRIABLE_CONFLICTS)
 
@@ -58,13 +88,12 @@ def service_failure(
         kind, hint = Throttled, "the service is throttling; retry later or raise deadline_s"
     elif retriable_status(status, code):
         kind, hint = ServiceUnavailable, "the service is failing; retry later or raise deadline_s"
-    elif status in (401, 403):
-        kind, hint = (
-            AuthFailed,
-            "check the profile's key, fingerprint, tenancy and user (and the clock: 5 minutes of skew max)",
-        )
+    elif status == 401:
+        kind, hint = AuthFailed, NOT_AUTHENTICATED_HINT
+    elif status == 403:
+        kind, hint = AuthFailed, "the service refused the call itself (not a policy: those answer 404)"
     elif status == 404:
-        kind, hint = NotFound, "check the stream, the group name and the endpoint of the profile"
+        kind, hint = NotFound, not_found_hint(operation)
     elif status == 400 and with_cursor and RETENTION_WORDS in message.lower():
         kind = RetentionLost
     elif status == 400 and with_cursor and UNRESERVED_WORDS in message.lower():

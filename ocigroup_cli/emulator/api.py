@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from email.utils import formatdate
 from collections.abc import Callable
 from urllib.parse import parse_qsl, urlsplit
 
@@ -83,6 +84,7 @@ class Api:
             }
             response = Response(500, json.dumps(body_out).encode())
         response.headers.setdefault("content-type", "application/json")
+        response.headers["date"] = formatdate(usegmt=True)  # as the service: its wall clock (clients check skew by it)
         response.headers["opc-request-id"] = request_id
         if self.admin:  # test mode: every answer says what the test clock reads (the CLI measures ages against it)
             response.headers[TEST_CLOCK_HEADER] = str(self.backend.clock.time_ms())
