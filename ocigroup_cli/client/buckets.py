@@ -45,7 +45,6 @@ class BucketClient(Sender):
         body = {"displayName": name, "duration": {"timeAmount": days, "timeUnit": "DAYS"}}
         self.request("CreateRetentionRule", self.storage_url, "POST", path, body=body, retry=False)
 
-
     # -- read-only probes (ocigroup doctor), and its probe object -------------------------------------------------
 
     def _bucket_path(self, namespace: str, bucket: str) -> str:

@@ -15,7 +15,6 @@ from typing import Any
 
 from ocigroup_cli.client.tls import BUNDLE_HINT
 from ocigroup_cli.client.transport import Proxy
-from ocigroup_cli.iam.permissions import grants_for
 from ocigroup_cli.errors import (
     AuthFailed,
     BadRequest,
@@ -32,6 +31,7 @@ from ocigroup_cli.errors import (
     TransientError,
     UnreservedCommit,
 )
+from ocigroup_cli.iam.permissions import grants_for
 
 RETRIABLE_CONFLICTS = ("IncorrectState", "LockConflict")
 NOT_TLS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
@@ -56,9 +56,12 @@ def not_found_hint(operation: str) -> str:
     grants = grants_for(operation)
     if operation in _SUBJECT:
         subject = _SUBJECT[operation]
-    elif "Bucket" in operation or "Retention" in operation or operation == "ListObjects":
-        subject = "the bucket"
-    elif operation in ("PutObject", "UploadPart", "CreateMultipartUpload", "ListMultipartUploads"):
+    elif (
+        "Bucket" in operation
+        or "Retention" in operation
+        or operation == "ListObjects"
+        or operation in ("PutObject", "UploadPart", "CreateMultipartUpload", "ListMultipartUploads")
+    ):
         subject = "the bucket"
     elif "Object" in operation or "Multipart" in operation:
         subject = "the bucket or object"

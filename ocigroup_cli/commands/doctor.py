@@ -42,9 +42,10 @@ def doctor(ctx: typer.Context, write_probes: WriteProbes = False, output: Output
         checks.append(Check("profile", FAIL, exc.message, exc.hint))
         show(checks[-1])
     else:
+        real = globals_of(ctx).clock  # the clock check is against real time, even with a test-mode emulator
         if profile.local:
             _provision(ctx, profile)
-        for check in Doctor(profile, write_probes).run():
+        for check in Doctor(profile, real, write_probes).run():
             checks.append(check)
             show(check)
     failed = [c for c in checks if c.status == FAIL]

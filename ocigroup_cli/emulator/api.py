@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from email.utils import formatdate
 from collections.abc import Callable
+from email.utils import formatdate
 from urllib.parse import parse_qsl, urlsplit
 
 from ocigroup_cli.core.clock import TEST_CLOCK_HEADER

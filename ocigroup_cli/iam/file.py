@@ -109,7 +109,10 @@ class _Reader:
         for item in self.items(node, "compartments"):
             f = self.fields(item, "compartment")
             self._at = item
-            name, cid = self.text(f.get("name"), "a compartment's name"), self.text(f.get("id"), "its id", "compartment")
+            name, cid = (
+                self.text(f.get("name"), "a compartment's name"),
+                self.text(f.get("id"), "its id", "compartment"),
+            )
             if name in by_name or cid in by_name.values():
                 raise self.fail(item, f"compartment {name!r} ({cid}) is named twice; names and OCIDs must be unique.")
             by_name[name] = cid
@@ -176,7 +179,9 @@ class _Reader:
             try:
                 key = serialization.load_pem_private_key(data, password=None).public_key()
             except (ValueError, TypeError):
-                raise self.fail(node, f"key {given[:60]}: not a PEM public key (nor an unencrypted private key).") from None
+                raise self.fail(
+                    node, f"key {given[:60]}: not a PEM public key (nor an unencrypted private key)."
+                ) from None
         if not isinstance(key, rsa.RSAPublicKey):
             raise self.fail(node, f"key {given[:60]}: OCI API keys are RSA keys.")
         return key
@@ -195,7 +200,9 @@ class _Reader:
                     statement = parse(text)
                 except PolicyError as exc:
                     raise self.fail(line, f"{exc}: {text!r}") from None
-                grants.append(Grant(statement, self.location(line, statement.location, where, t), line.start_mark.line + 1))
+                grants.append(
+                    Grant(statement, self.location(line, statement.location, where, t), line.start_mark.line + 1)
+                )
         return grants
 
     def compartment(self, node: Any, t: Tenancy) -> str:
@@ -224,14 +231,20 @@ class _Reader:
             for name in location[1:]:
                 children = [c for c, p in t.parents.items() if p == target and t.names[c] == name]
                 if not children:
-                    raise self.fail(node, f"compartment {':'.join(location[1:])!r} is not below {t.names[attached]!r} (where the policy is attached).")
+                    raise self.fail(
+                        node,
+                        f"compartment {':'.join(location[1:])!r} is not below {t.names[attached]!r} "
+                        "(where the policy is attached).",
+                    )
                 target = children[0]
         if attached not in t.ancestors(target):
-            raise self.fail(node, f"compartment {target} is not at or below {t.names[attached]!r} (where the policy is attached).")
+            raise self.fail(
+                node, f"compartment {target} is not at or below {t.names[attached]!r} (where the policy is attached)."
+            )
         return target
 
 
 def _der(public: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    return public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return bytes(public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo))

@@ -79,13 +79,18 @@ OPERATIONS: dict[str, Need] = {
     "DeleteStream": Need(("STREAM_DELETE",)),
     "UpdateStream": Need(("STREAM_UPDATE",)),
     "PutMessages": Need(("STREAM_PRODUCE",)),
-    **{
-        op: STREAM_CONSUME
-        for op in (
-            "GetMessages", "CreateCursor", "CreateGroupCursor", "GetGroup", "UpdateGroup", "ConsumerHeartbeat",
+    **dict.fromkeys(
+        (
+            "GetMessages",
+            "CreateCursor",
+            "CreateGroupCursor",
+            "GetGroup",
+            "UpdateGroup",
+            "ConsumerHeartbeat",
             "ConsumerCommit",
-        )
-    },  # fmt: skip
+        ),
+        STREAM_CONSUME,
+    ),
     "GetNamespace": Need(()),
     "ListBuckets": Need(("BUCKET_INSPECT",)),
     "CreateBucket": Need(("BUCKET_CREATE",)),

@@ -78,7 +78,7 @@ class _Tokens:
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if m is None or m.end() == pos:
-                raise PolicyError(f"unexpected {text[pos:pos + 12]!r}")
+                raise PolicyError(f"unexpected {text[pos : pos + 12]!r}")
             self.items.append(m.group(0).strip())
             pos = m.end()
         self.pos = 0
@@ -171,7 +171,9 @@ def _condition(t: _Tokens) -> Clause | Condition:
         return Condition(word.lower(), tuple(parts))
     variable = word.lower()
     if variable not in VARIABLES:
-        raise PolicyError(f"{word!r} is not a variable a condition can test here: one of {', '.join(sorted(VARIABLES))}")
+        raise PolicyError(
+            f"{word!r} is not a variable a condition can test here: one of {', '.join(sorted(VARIABLES))}"
+        )
     op = t.take("'=' or '!='")
     if op not in ("=", "!="):
         raise PolicyError(f"expected '=' or '!=' after {word}, found {op!r}")

@@ -61,14 +61,20 @@ class Tenancy:
         }
         for g in self.grants:
             s = g.statement
-            if not self._subject(s, user) or g.compartment not in chain or permission not in granted(s.verb, s.resource_type):
+            if (
+                not self._subject(s, user)
+                or g.compartment not in chain
+                or permission not in granted(s.verb, s.resource_type)
+            ):
                 continue
             if s.condition is None or s.condition.holds(context):
                 return True
         return False
 
     def _subject(self, s: Statement, user: User) -> bool:
-        return s.any_user or bool(s.groups & user.groups) or any(self.group_ids.get(i) in user.groups for i in s.group_ids)
+        return (
+            s.any_user or bool(s.groups & user.groups) or any(self.group_ids.get(i) in user.groups for i in s.group_ids)
+        )
 
     def key(self, tenancy: str, user_id: str, fingerprint: str, trusted: dict[str, Any]) -> Any | None:
         """The public key that signs as `user_id` with `fingerprint`, or None (the service's 401)."""

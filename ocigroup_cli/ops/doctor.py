@@ -10,10 +10,8 @@ probe that fails names both causes and the narrowest statement that grants the p
 
 from __future__ import annotations
 
-import http.client
 import socket
 import ssl
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -22,11 +20,12 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ocigroup_cli.client import auth, tls
-from ocigroup_cli.client.errors import connection_failure
+from ocigroup_cli.client.probe import Unsigned, first_answer
 from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.signing import ApiKeySigner
-from ocigroup_cli.client.transport import Proxy, Transport, proxy_for
+from ocigroup_cli.client.transport import Proxy, proxy_for
 from ocigroup_cli.config import Profile
+from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import ConfigError, OcigroupError
 
 OK, FAIL, WARN, SKIPPED = "OK", "FAIL", "WARN", "SKIPPED"
@@ -66,8 +65,9 @@ class Identity:
 
 
 class Doctor:
-    def __init__(self, profile: Profile, write_probes: bool = False) -> None:
+    def __init__(self, profile: Profile, clock: Clock, write_probes: bool = False) -> None:
         self.profile = profile
+        self.clock = clock
         self.write_probes = write_probes
         self.identity: Identity | None = None
         self.failed: set[str] = set()
@@ -84,7 +84,7 @@ class Doctor:
         if self.failed & {"endpoint", "tls", "auth", "key-file", "key-passphrase"}:
             yield Check("permissions", SKIPPED, "not probed: a check above failed (fix it, then run doctor again)")
             return
-        yield from probes.Probes(self.profile, self.identity, self.write_probes).run()
+        yield from probes.Probes(self.profile, self.identity, self.clock, self.write_probes).run()
 
     def _checks(self) -> Iterator[Check]:
         yield Check("profile", OK, self._profile_line())
@@ -196,26 +196,20 @@ class Doctor:
     def _first_call(self, url: str) -> tuple[float, Any, tuple[BaseException, OcigroupError] | None]:
         """One read-only call: signed when the key loaded (then its status tells authentication), else unsigned."""
         ident = self.identity
-        signer: Any = _Unsigned()
+        signer: Any = Unsigned()
         if ident is not None and ident.key is not None and ident.tenancy and ident.user:
             signer = ApiKeySigner(f"{ident.tenancy}/{ident.user}/{auth.fingerprint_of(ident.key)}", ident.key)
             if ident.fingerprint:  # as the commands sign: with the profile's fingerprint
                 signer = ApiKeySigner(f"{ident.tenancy}/{ident.user}/{ident.fingerprint.strip()}", ident.key)
         context = tls.context(self.profile.settings.cert_bundle) if url.startswith("https:") else None
-        transport = Transport(url, signer, context)
         s = self.profile.settings.stream
         path, query = f"/streams/{quote(s.id or '', safe='')}", None
         if not s.id:
             where = s.compartment or (ident.tenancy if ident else None) or ""
             path, query = "/streams", {"compartmentId": where, "limit": 1}
-        sent_at = time.time()
-        try:
-            answer = transport.request("GET", path, query, timeout=FIRST_CALL_TIMEOUT_S)
-        except (OSError, http.client.HTTPException) as exc:
-            return sent_at, None, (exc, connection_failure("GET", url, transport.proxy, exc))
-        finally:
-            transport.close()
-        return (sent_at + time.time()) / 2, answer, None
+        sent_at = self.clock.time_ms() / 1000
+        answer, failure = first_answer(url, signer, context, path, query, FIRST_CALL_TIMEOUT_S)
+        return (sent_at + self.clock.time_ms() / 1000) / 2, answer, failure
 
     def _tls_check(self, url: str, scheme: str, host: str) -> Check:
         from ocigroup_cli.client.transport import is_loopback
@@ -229,7 +223,7 @@ class Doctor:
         return Check("tls", WARN, detail, "use the https:// endpoint")
 
     def _clock_check(self, answer: Any, local_s: float) -> Check:
-        raw = answer.headers.get("date")
+        raw = answer.date
         try:
             service_s = parsedate_to_datetime(raw).timestamp()
         except (TypeError, ValueError):
@@ -250,7 +244,7 @@ class Doctor:
         ident = self.identity
         if ident is None or ident.key is None or not (ident.tenancy and ident.user):
             return Check("auth", SKIPPED, "needs a usable API key and auth.tenancy / auth.user")
-        if answer.status != 401:
+        if not answer.not_authenticated:
             return Check("auth", OK, f"the service accepts the key (a signed GET answered {answer.status})")
         if "clock" in self.failed:
             return Check("auth", FAIL, "401 NotAuthenticated: the clock (above) is the likely cause", CLOCK_FIX)
@@ -263,11 +257,6 @@ class Doctor:
             f"upload the public half of {ident.key_file} (fingerprint {real}) to that user (Console: Identity > "
             "Users > API keys > Add API key; `oci iam user api-key upload`), or correct auth.user and auth.tenancy",
         )
-
-
-class _Unsigned:
-    def sign(self, method: str, target: str, host: str, body: bytes, sign_body: bool) -> dict[str, str]:
-        return {"host": host}
 
 
 def _readable(path: Path) -> bool:
@@ -290,5 +279,7 @@ def _resolve(host: str, port: int, proxy: Proxy | None) -> str | None:
 
 
 def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
-    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+    """`about 7 min (419 s)`: a Date header tells whole seconds, and the answer took some time to come."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    return f"about {round(seconds / 60)} min ({seconds:.0f} s)"

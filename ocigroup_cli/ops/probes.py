@@ -9,7 +9,6 @@ every consumer of the stream would read it.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,8 +16,9 @@ from ocigroup_cli.client.buckets import BucketClient
 from ocigroup_cli.client.monitoring import MonitoringClient
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.config import Profile
-from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import NotFound, OcigroupError
 from ocigroup_cli.iam.advice import statements
 from ocigroup_cli.iam.permissions import grant_of
@@ -39,11 +39,11 @@ PROBE_PREFIX = "ocigroup-doctor-probe/"
 
 
 class Probes:
-    def __init__(self, profile: Profile, identity: Identity | None, write_probes: bool) -> None:
+    def __init__(self, profile: Profile, identity: Identity | None, clock: Clock, write_probes: bool) -> None:
         self.profile = profile
         self.tenancy = identity.tenancy if identity else None
         self.write_probes = write_probes
-        self.clock = SystemClock()
+        self.clock = clock
         self.client = StreamingClient(profile, self.clock)
         self.stream: StreamInfo | None = None
         self.compartment = profile.settings.stream.compartment  # the stream's, once GetStream tells it
@@ -105,13 +105,23 @@ class Probes:
     def _list_check(self) -> Check:
         s = self.profile.settings.stream
         if not (s.name and s.compartment):
-            return Check("stream-list", FAIL, "the profile names no stream", "set stream.id, or stream.name and stream.compartment")
+            return Check(
+                "stream-list",
+                FAIL,
+                "the profile names no stream",
+                "set stream.id, or stream.name and stream.compartment",
+            )
         try:
             found = [x for x in self.client.list_streams(s.compartment, s.name) if x.state == "ACTIVE"]
         except OcigroupError as exc:
             return self._refused("stream-list", "STREAM_INSPECT", "ListStreams", exc, None)
         if not found:
-            return Check("stream-list", FAIL, f"no ACTIVE stream named {s.name!r} in {s.compartment}", "check stream.name and stream.compartment")
+            return Check(
+                "stream-list",
+                FAIL,
+                f"no ACTIVE stream named {s.name!r} in {s.compartment}",
+                "check stream.name and stream.compartment",
+            )
         self.stream = found[0]
         return Check("stream-list", OK, f"ListStreams finds {s.name!r} in {s.compartment}: {found[0].id}")
 
@@ -171,7 +181,9 @@ class Probes:
         first = self._probe("bucket", "BUCKET_READ", "GetBucket", bucket, read)
         yield first
         self.compartment = where.get("compartmentId")
-        yield self._probe("objects-list", "OBJECT_INSPECT", "ListObjects", bucket, lambda: self._list(storage, namespace, bucket))
+        yield self._probe(
+            "objects-list", "OBJECT_INSPECT", "ListObjects", bucket, lambda: self._list(storage, namespace, bucket)
+        )
         yield self._write_check(storage, namespace, bucket)
 
     @staticmethod
@@ -190,7 +202,7 @@ class Probes:
                 grant[0],
                 grant,
             )
-        name = f"{PROBE_PREFIX}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.txt"
+        name = f"{PROBE_PREFIX}{self.clock.time_ms()}-{os.getpid()}.txt"
         text = "Written by `ocigroup doctor --write-probes` to check that exports may write here; safe to delete."
         try:
             storage.put_text(namespace, bucket, name, text)
@@ -199,8 +211,8 @@ class Probes:
         try:
             storage.delete_object(namespace, bucket, name)
         except OcigroupError as exc:
-            return Check("objects-write", WARN, f"PutObject passed; the probe object {name} stays: DeleteObject: {exc.message}",
-                         f"delete {name} once the bucket's retention allows")  # fmt: skip
+            detail = f"PutObject passed; the probe object {name} stays: DeleteObject: {exc.message}"
+            return Check("objects-write", WARN, detail, f"delete {name} once the bucket's retention allows")
         return Check("objects-write", OK, f"PutObject and DeleteObject of a probe object passed ({name})")
 
     # -- Monitoring -----------------------------------------------------------------------------------------
@@ -222,7 +234,7 @@ class Probes:
         datum = {
             "namespace": m.namespace, "compartmentId": compartment, "name": "ocigroup_doctor_probe",
             "dimensions": {"probe": "ocigroup doctor --write-probes"},
-            "datapoints": [{"timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "value": 1}],
+            "datapoints": [{"timestamp": ms_to_rfc3339(self.clock.time_ms()), "value": 1}],
         }  # fmt: skip
         client = MonitoringClient(self.profile, self.clock)
         try:

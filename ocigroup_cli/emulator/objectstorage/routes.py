@@ -88,8 +88,8 @@ class StorageRoutes:
                 where = data.get("compartmentId") if isinstance(data, dict) else None
             where = where if isinstance(where, str) else None  # none given: the operation's own 400
             create = r.method == "POST"
-            operation = "CreateBucket" if create else "ListBuckets"
-            self.access.check(who, operation, where, {}, not_authorized_or_exists if create else not_found)
+            listed = "CreateBucket" if create else "ListBuckets"
+            self.access.check(who, listed, where, {}, not_authorized_or_exists if create else not_found)
             return
         named = len(p) == 7
         operation = OPERATIONS.get((p[5] if len(p) > 5 else "b", named, r.method))

@@ -86,9 +86,11 @@ class ObjectStorage:
             return None, False
         with self.store.transaction() as db:
             row = db.execute("SELECT compartment_id FROM buckets WHERE name = ?", (bucket,)).fetchone()
-            there = name is not None and db.execute(
-                "SELECT 1 FROM objects WHERE bucket = ? AND name = ?", (bucket, name)
-            ).fetchone() is not None
+            there = (
+                name is not None
+                and db.execute("SELECT 1 FROM objects WHERE bucket = ? AND name = ?", (bucket, name)).fetchone()
+                is not None
+            )
         return (None if row is None else row[0]), there
 
     def exists(self, namespace: str, name: str) -> None:

@@ -11,7 +11,7 @@ import base64
 import hashlib
 import re
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from cryptography.exceptions import InvalidSignature
@@ -160,7 +160,7 @@ class Verifier:
 
 
 def _http_date(ms: int) -> str:
-    return datetime.fromtimestamp(ms // 1000, timezone.utc).strftime("%a, %d %b %Y %H:%M:%S UTC")
+    return datetime.fromtimestamp(ms // 1000, UTC).strftime("%a, %d %b %Y %H:%M:%S UTC")
 
 
 def skew_message(sent_ms: int, now_ms: int) -> str:
