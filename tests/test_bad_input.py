@@ -206,7 +206,12 @@ KEY_FILES = [
         "show",
         auth={"key_file": "<ws>/stranger/key.pem"},
         code=FAILURE,
-        needles=("401 NotAuthenticated", "opc-request-id", "hint: check the profile's key"),
+        needles=(
+            "401 NotAuthenticated",
+            "opc-request-id",
+            "hint: the service does not know the key that signed",
+            "`ocigroup doctor` checks which",
+        ),
     ),
     case(
         "key-wrong-fingerprint",

@@ -127,8 +127,41 @@ def test_every_recipe_has_a_scenario():
     assert set(recipes()) == {
         "A lagging group", "A stuck partition", "A dead consumer", "Replay from a time",
         "Messages lost past retention", "A group that vanished", "An export for audit", "Alerts from cron",
-        "A script as a consumer",
+        "A script as a consumer", "First contact with your tenancy",
     }  # fmt: skip
+
+
+def test_first_contact_with_your_tenancy(world):
+    """An administrator's profile passes every check; a user whose policy lacks `use stream-pull` FAILs, the
+    statement printed by the recipe's second line, put in the tenancy file, makes the first line pass."""
+    from tests.helpers.iam import GROUP, IamFile
+
+    w, _ = world
+    w.sid = w.sdk.stream(partitions=2, name="orders")
+    lines = recipes()["First contact with your tenancy"]
+    done = play(w, lines, [0, 0])
+    report = json.loads(done[0].stdout)  # no terminal: JSON
+    assert report["ok"] and done[1].stdout == b"", report
+
+    iam = IamFile(w.work.parent, w.sdk.key)
+    iam.write([f"Allow group {GROUP} to read streams in compartment apps:test"])
+    server = start_server(w.sdk.key, SystemClock(), iam=str(iam.path))
+    try:
+        Sdk(server, w.sdk.key).stream(partitions=2, name="orders")  # in compartment test, below apps
+        (w.work / "alice").mkdir()
+        config = iam.profile(w.work / "alice", server.url, group={"name": "billing"})
+        alice = World(w.sdk, "", {**w.env, "OCIGROUP_CONFIG": config}, w.work)
+        first, statements = play(alice, lines, [1, 0])
+        wanted = statements.stdout.decode().split("\n")[0]
+        assert "to use stream-pull in compartment id ocid1.compartment.oc1..test where target.stream.id" in wanted
+        failed = [c["id"] for c in json.loads(first.stdout)["checks"] if c["status"] == "FAIL"]
+        assert failed == ["stream-consume"], first.stdout
+        iam.write(
+            [f"Allow group {GROUP} to read streams in compartment apps:test", wanted.replace("<your-group>", GROUP)]
+        )
+        play(alice, lines[:1], [0])
+    finally:
+        server.stop()
 
 
 def test_a_lagging_group_and_a_dead_consumer(busy):

@@ -10,6 +10,7 @@ probe that fails names both causes and the narrowest statement that grants the p
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 from collections.abc import Iterator
@@ -103,8 +104,6 @@ class Doctor:
         method = s.auth.method
         if method == "api_key":
             env = s.auth.pass_phrase_env
-            import os
-
             return Identity(
                 s.auth.key_file, os.environ.get(env) if env else None, auth.pass_phrase_hint(env), s.auth.tenancy,
                 s.auth.user, s.auth.fingerprint, s.region,
@@ -124,9 +123,12 @@ class Doctor:
         except ConfigError as exc:
             yield Check("key-file", FAIL, exc.message, exc.hint or "fix the profile's auth settings")
             return
-        if ident is None or not ident.key_file:
+        if ident is None:
             what = self.profile.settings.auth.method
             yield Check("key-file", SKIPPED, f"auth method {what}: no API key file to check")
+            return
+        if not ident.key_file:
+            yield Check("key-file", FAIL, "auth.key_file is not set", "set auth.key_file to your API key's private PEM")
             return
         path = Path(ident.key_file).expanduser()
         if not path.is_file() or not _readable(path):

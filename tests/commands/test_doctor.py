@@ -350,3 +350,25 @@ def test_a_bad_tenancy_file_is_refused_at_start_with_its_line(tmp_path):
     err = r.stderr.decode()
     assert r.returncode == 2 and f"{bad}:4:" in err and "'nowhere'" in err, err
     assert len(err.strip().splitlines()) <= 2 and "Traceback" not in err
+
+
+def test_a_certificate_that_does_not_verify_is_a_tls_fail_and_the_ca_bundle_fixes_it(api_key, tmp_path):
+    from tests.helpers.service import write_config
+    from tests.helpers.tls import make_tls
+
+    files = make_tls(tmp_path)
+    server = start_server(api_key, SystemClock(), tls_cert=str(files.server_cert), tls_key=str(files.server_key))
+    try:
+        server.backend.create_stream({"name": "orders", "partitions": 1, "compartmentId": TEST})
+        config = write_config(tmp_path, api_key, server.url)
+        env = proc.clean_env(tmp_path / "state")
+        r = proc.run(["--config", config, "-o", "json", "doctor"], env)
+        checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+        assert r.returncode == 1 and checks["endpoint"]["status"] == "OK" and checks["tls"]["status"] == "FAIL"
+        assert "does not verify" in checks["tls"]["detail"] and "cert_bundle" in checks["tls"]["fix"]
+        config = write_config(tmp_path, api_key, server.url, cert_bundle=str(files.ca_cert))
+        r = proc.run(["--config", config, "-o", "json", "doctor"], env)
+        checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+        assert checks["tls"]["status"] == "OK" and checks["auth"]["status"] == "OK", checks
+    finally:
+        server.stop()

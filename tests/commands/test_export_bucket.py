@@ -79,8 +79,8 @@ def finish(running: subprocess.Popen[bytes], timeout: float = 180) -> tuple[int,
 def bucketed(api_key, tmp_path, spark_engine):
     servers = []
 
-    def start(faults: FaultPlan | None = None, messages: int = 600) -> Bucketed:
-        server = start_server(api_key, SystemClock(), faults=faults)
+    def start(faults: FaultPlan | None = None, messages: int = 600, iam: str | None = None) -> Bucketed:
+        server = start_server(api_key, SystemClock(), faults=faults, iam=iam)
         servers.append(server)
         sdk = Sdk(server, api_key)
         sid = sdk.stream(partitions=4, name="orders")
@@ -243,3 +243,39 @@ def test_leftovers_a_retention_rule_keeps_are_named_and_refused_credentials_are_
     refused = subprocess.run(command, env=b.env, capture_output=True, timeout=60)
     err = refused.stderr.decode()
     assert refused.returncode == ExitCode.FAILURE and "401" in err and "Traceback" not in err, err
+
+
+def test_an_export_with_read_buckets_and_inspect_objects_only_passes_with_the_statement_doctor_prints(
+    bucketed, api_key, tmp_path
+):
+    """IAM (the emulator's --iam): the export is refused as the service refuses it; `doctor --write-probes` names
+    `manage objects` on the bucket; that statement, put in the tenancy file, makes the same export pass."""
+    from tests.helpers.iam import GROUP, IamFile
+
+    (tmp_path / "tenancy").mkdir()
+    iam = IamFile(tmp_path / "tenancy", api_key)
+    granted = [
+        f"Allow group {GROUP} to use streams in compartment apps:test",
+        f"Allow group {GROUP} to read buckets in compartment apps:test",
+        f"Allow group {GROUP} to inspect objects in compartment apps:test",
+    ]
+    iam.write(granted)
+    b = bucketed(messages=200, iam=str(iam.path))
+    (tmp_path / "alice").mkdir()
+    alice = iam.profile(tmp_path / "alice", b.sdk.url, export={"bucket": "audit"})
+    command = [proc.exe(), "--config", alice, "-o", "json", "export", "--out", f"oci://audit@{b.ns}/iam",
+               "--partition", "0-3", "--from-offset", "0", "--master", b.master]  # fmt: skip
+    refused = finish(subprocess.Popen(command, env=b.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    assert refused[0] != 0 and "BucketNotFound" in refused[2] and "Traceback" not in refused[2], refused[2]
+    doctor = subprocess.run([proc.exe(), "--config", alice, "-o", "json", "doctor", "--write-probes"], env=b.env,
+                            capture_output=True, timeout=60)  # fmt: skip
+    checks = {c["id"]: c for c in json.loads(doctor.stdout)["checks"]}
+    fix = checks["objects-write"]["fix"]
+    assert doctor.returncode == 1 and checks["objects-write"]["status"] == "FAIL", checks
+    assert fix.endswith(
+        "to manage objects in compartment id ocid1.compartment.oc1..test where target.bucket.name = 'audit'"
+    )
+    iam.write([*granted, fix.replace("<your-group>", GROUP)])
+    code, out, err = finish(subprocess.Popen(command, env=b.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    assert code == 0, err
+    assert json.loads(out)["destination"]["uri"].startswith(f"oci://audit@{b.ns}/iam")
