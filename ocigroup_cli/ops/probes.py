@@ -211,7 +211,7 @@ class Probes:
         try:
             storage.delete_object(namespace, bucket, name)
         except OcigroupError as exc:
-            detail = f"PutObject passed; the probe object {name} stays: DeleteObject: {exc.message}"
+            detail = f"PutObject passed; the probe object {name} stays: {exc.message}"
             return Check("objects-write", WARN, detail, f"delete {name} once the bucket's retention allows")
         return Check("objects-write", OK, f"PutObject and DeleteObject of a probe object passed ({name})")
 
