@@ -51,7 +51,8 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 # so that no more than four JVM-starting tests run at once; each such worker has its Spark engine (spark_engine).
 # The timed fault scenarios (reliability) are a group of their own; the other tests fill the workers as they free
 # up.
-GROUPS = {
+GROUPS = {  # the first prefix that matches a test names its group
+    "tests/commands/test_export_bucket.py::test_an_export_with_read_buckets": "jvm-d",  # jvm-a is the longest
     "tests/commands/test_export_bucket.py": "jvm-a",
     "tests/commands/test_export_processes.py": "jvm-b",
     "tests/commands/test_export.py": "jvm-c",

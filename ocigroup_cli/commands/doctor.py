@@ -11,7 +11,7 @@ from ocigroup_cli.cli.options import OutputOption, fmt, globals_of, load_profile
 from ocigroup_cli.errors import OcigroupError
 
 if TYPE_CHECKING:
-    from ocigroup_cli.ops.doctor import Check
+    from ocigroup_cli.ops.check import Check
 
 WriteProbes = Annotated[
     bool,
@@ -31,7 +31,8 @@ def doctor(ctx: typer.Context, write_probes: WriteProbes = False, output: Output
 
     Example: ocigroup doctor --profile prod
     """
-    from ocigroup_cli.ops.doctor import FAIL, Check, Doctor
+    from ocigroup_cli.ops.check import FAIL, Check
+    from ocigroup_cli.ops.doctor import Doctor
 
     form = fmt(ctx, output)
     checks: list[Check] = []

@@ -14,7 +14,6 @@ import os
 import socket
 import ssl
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
@@ -28,41 +27,13 @@ from ocigroup_cli.client.transport import Proxy, proxy_for
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.errors import ConfigError, OcigroupError
+from ocigroup_cli.ops.check import FAIL, OK, SKIPPED, WARN, Check, Identity
+from ocigroup_cli.ops.probes import Probes
 
-OK, FAIL, WARN, SKIPPED = "OK", "FAIL", "WARN", "SKIPPED"
 MAX_SKEW_S = 300  # the service refuses a signature dated further off
 WARN_SKEW_S = 60
 FIRST_CALL_TIMEOUT_S = 10.0
 CLOCK_FIX = "set the clock right: enable NTP (`timedatectl set-ntp true`) or step it once (`chronyc makestep`)"
-
-
-@dataclass
-class Check:
-    id: str
-    status: str
-    detail: str
-    fix: str | None = None
-    statements: list[str] = field(default_factory=list)  # narrowest first, for a missing permission
-
-    def json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "status": self.status, "detail": self.detail, "fix": self.fix}
-        if self.statements:
-            out["statements"] = self.statements
-        return out
-
-
-@dataclass
-class Identity:
-    """The signing identity the profile names (api_key or an OCI config file's)."""
-
-    key_file: str | None
-    pass_phrase: str | None
-    pass_hint: str
-    tenancy: str | None
-    user: str | None
-    fingerprint: str | None
-    region: str
-    key: Any = None  # the private key, once it loads
 
 
 class Doctor:
@@ -75,8 +46,6 @@ class Doctor:
 
     def run(self) -> Iterator[Check]:
         """Every check in order; a check that needs an earlier one's result is SKIPPED when that one failed."""
-        from ocigroup_cli.ops import probes
-
         for check in self._checks():
             if check.status == FAIL:
                 self.failed.add(check.id)
@@ -85,7 +54,7 @@ class Doctor:
         if self.failed & {"endpoint", "tls", "auth", "key-file", "key-passphrase"}:
             yield Check("permissions", SKIPPED, "not probed: a check above failed (fix it, then run doctor again)")
             return
-        yield from probes.Probes(self.profile, self.identity, self.clock, self.write_probes).run()
+        yield from Probes(self.profile, self.identity, self.clock, self.write_probes).run()
 
     def _checks(self) -> Iterator[Check]:
         yield Check("profile", OK, self._profile_line())

@@ -22,7 +22,7 @@ from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import NotFound, OcigroupError
 from ocigroup_cli.iam.advice import statements
 from ocigroup_cli.iam.permissions import grant_of
-from ocigroup_cli.ops.doctor import FAIL, OK, SKIPPED, WARN, Check, Identity
+from ocigroup_cli.ops.check import FAIL, OK, SKIPPED, WARN, Check, Identity
 
 # which commands need each permission (docs/profiles.md has the whole table)
 NEEDED_BY = {
