@@ -14,7 +14,9 @@
    one before it spent less than a second ago, so its requests wait their turn;
 4. client CPU per message of `ocigroup tail` against a plain oci SDK loop (GetMessages, decode each value) at
    1 KiB messages (target <= 0.2x), on an emulator without rate limits (CPU is measured here, not waits). CPU per
-   message is the slope between two run sizes, so start-up cost is not counted as per-message cost.
+   message is the slope between two run sizes, so start-up cost is not counted as per-message cost;
+5. `ocigroup doctor` on the local profile once its emulator is up (target median < 2 s), against `ocigroup profile
+   show` (which reads the same profile and makes no request) in the same run.
 
 Run: python -m benchmarks.cli_bench [--rounds 7] [--small 5000] [--large 95000] [--lagging 6000]
 """
@@ -38,6 +40,7 @@ import yaml
 
 from benchmarks import summary
 from benchmarks.harness import TENANCY, USER, BenchEmulator
+from ocigroup_cli.localhost import free_port
 
 IDLE_S = 1.2  # before each timed inspect or group get: longer than the 1.1 s window the client counts 5 calls in
 BACK_TO_BACK = 10  # inspects run one after another for the back-to-back rate
@@ -179,6 +182,22 @@ def tail_figures(tmp: Path, exe: list[str], env: dict[str, str], args: argparse.
         )
 
 
+def doctor_figures(tmp: Path, exe: list[str], env: dict[str, str], rounds: int) -> tuple[float, float]:
+    """Median walls of `doctor` (every check, the local emulator up) and of `profile show`, taking turns."""
+    local = {**env, "OCIGROUP_STATE_DIR": str(tmp / "state"), "OCIGROUP_LOCAL_PORT": str(free_port())}
+    first = subprocess.run([*exe, "-o", "json", "doctor"], env=local, capture_output=True)  # starts the emulator
+    try:
+        if first.returncode != 0:
+            sys.exit(f"ocigroup doctor failed on the local profile:\n{first.stdout.decode()}{first.stderr.decode()}")
+        doctor, show = [], []
+        for _ in range(rounds):
+            doctor.append(child_cpu([*exe, "-o", "json", "doctor"], local)[0])
+            show.append(child_cpu([*exe, "-o", "json", "profile", "show"], local)[0])
+    finally:
+        subprocess.run([*exe, "emulator", "stop"], env=local, capture_output=True)
+    return statistics.median(doctor), statistics.median(show)
+
+
 def report(help_s: float, inspect: dict[str, object], tail: tuple[float, ...], args: argparse.Namespace) -> None:
     ours, theirs, cold, b2b = inspect["ours"], inspect["theirs"], inspect["cold"], inspect["b2b"]
     assert isinstance(ours, list) and isinstance(theirs, list) and isinstance(cold, list) and isinstance(b2b, float)
@@ -207,6 +226,9 @@ def report(help_s: float, inspect: dict[str, object], tail: tuple[float, ...], a
         f"first looks {', '.join(f'{w:.3f}' for w in cold)})"
     )
     print(f"(whole-run CPU for {args.large} messages: tail {t_large:.2f}s, SDK loop {s_large:.2f}s)")
+    doctor_s, show_s = args.doctor
+    print(f"{'doctor on the local profile vs profile show (median wall)':62} {doctor_s:9.3f}s {show_s:9.3f}s "
+          f"{doctor_s / show_s:6.2f}x  < 2 s")  # fmt: skip
     summary.record("cli: ocigroup --help, median wall", help_s, None, "s", "<= 0.15 s", "-")
     summary.record("cli: one inspect after 1 s idle vs oci group get, median", med_ours, med_theirs, "s", "<= 0.33x",
                    "oci CLI")  # fmt: skip
@@ -214,6 +236,7 @@ def report(help_s: float, inspect: dict[str, object], tail: tuple[float, ...], a
                    "oci CLI")  # fmt: skip
     summary.record("cli: inspects back to back, mean wall each (rate budgets)", b2b, None, "s", "-", "-")
     summary.record("cli: tail client CPU per 1 KiB message", tail_us, sdk_us, "us", "<= 0.2x", "plain SDK loop")
+    summary.record("cli: doctor on the local profile, median wall", doctor_s, show_s, "s", "< 2 s", "profile show")
 
 
 def main() -> None:
@@ -235,6 +258,7 @@ def main() -> None:
             "OCI_CLI_SUPPRESS_FILE_PERMISSIONS_WARNING": "True",
         }
         help_s = median_wall([*exe, "--help"], env, args.rounds)
+        args.doctor = doctor_figures(tmp / "doctor", exe, env, max(args.rounds, 3))
         inspect = inspect_figures(tmp / "limited", exe, env, args)
         tail = tail_figures(tmp / "unlimited", exe, env, args)
     report(help_s, inspect, tail, args)
