@@ -86,3 +86,14 @@ def test_the_services_own_error_text_is_shown_escaped(hostile, tmp_path):
     assert screen.code != 0
     _clean(screen.raw)
     assert "nope\\x1b[2J" in screen.text.replace("\n", "")
+
+
+def test_doctor_shows_the_stream_and_group_names_escaped(hostile):
+    config, env, _ = hostile
+    named = {**env, "OCIGROUP_GROUP_NAME": GROUP}
+    screen = proc.on_pty(["--config", config, "--stream", STREAM, "doctor"], named, columns=200)
+    assert screen.code == 0, screen.text
+    _clean(screen.raw)
+    text = screen.text.replace("\n", "")
+    assert "ord;\\x1b[2J" in text and "OK      stream-consume" in text, text
+    assert "\\x1b]0;PWNTITLE\\x07\\x1b[31mRED" in text  # the group's line
