@@ -29,7 +29,7 @@ NEEDED_BY = {
     "STREAM_INSPECT": "every command, to find a stream by name",
     "STREAM_READ": "every command, to find the stream",
     "STREAM_CONSUME": "tail, inspect, reset, cursor, export",
-    "STREAM_PRODUCE": "publish",
+    "STREAM_PRODUCE": "publish, tail --dead-letter-stream",
     "BUCKET_READ": "export to a bucket",
     "OBJECT_INSPECT": "export to a bucket",
     "OBJECT_CREATE": "export to a bucket (manage objects: create, overwrite, multipart, read back)",
@@ -96,8 +96,8 @@ class Probes:
         yield Check(
             "stream-produce",
             SKIPPED,
-            f"not probed: a message cannot be taken back (needed by {NEEDED_BY['STREAM_PRODUCE']}); if it "
-            f"fails with 404, grant `{grant_of('STREAM_PRODUCE')}`",
+            f"not probed: a message cannot be taken back (needed by {NEEDED_BY['STREAM_PRODUCE']}); if those "
+            f"fail with 404, grant `{grant_of('STREAM_PRODUCE')}`",
             produce[0],
             produce,
         )
