@@ -312,6 +312,13 @@ def test_oracles_oci_cli_gets_the_same_status_and_code_as_ocigroup(t, tmp_path):
     said = _oci(t, t.iam.alice, tmp_path, "os", "bucket", "get", "--bucket-name", "audit", "--namespace", t.ns)
     assert (said["status"], said["code"]) == (404, "BucketNotFound")
     assert "GetBucket: 404 BucketNotFound" in t.doctor(config)[1]["bucket"]["detail"]
+    t.grant(READ, PULL)  # the stream found: PutMessages is what is refused
+    said = _oci(t, t.iam.alice, tmp_path, "streaming", "stream", "message", "put", "--stream-id", t.sid,
+                "--messages", '[{"key": null, "value": "aGk="}]')  # fmt: skip
+    assert (said["status"], said["code"]) == (404, "NotAuthorizedOrNotFound")
+    published = t.run(config, "publish", "hi")
+    assert "PutMessages failed: 404 NotAuthorizedOrNotFound" in published.stderr.decode()
+    assert "`use stream-push`" in published.stderr.decode()
     stranger = make_key(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path)
     said = _oci(t, stranger, tmp_path, "streaming", "admin", "stream", "get", "--stream-id", t.sid)
     assert (said["status"], said["code"]) == (401, "NotAuthenticated")
