@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from ocigroup_cli import console
+from ocigroup_cli.cli.new_group import creating
 from ocigroup_cli.cli.options import (
     GroupArgument,
     InstanceOption,
@@ -24,13 +24,13 @@ from ocigroup_cli.commands.tail_exec import Flags, exec_request, run_exec, value
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import EARLIEST, Position, parse_position
 from ocigroup_cli.delivery import Delivery
-from ocigroup_cli.errors import DataLost, Interrupted, ReaderGone, UsageError
+from ocigroup_cli.errors import DataLost, ReaderGone, UsageError
 from ocigroup_cli.views.lines import ENCODINGS, FORMATS, LineSink, formatter
+from ocigroup_cli.views.tail_status import delivered, status_line, stopped
 
 if TYPE_CHECKING:
     from ocigroup_cli.cli.options import Globals
     from ocigroup_cli.config import Profile
-    from ocigroup_cli.core.models import StreamInfo
     from ocigroup_cli.instance.member import Member
     from ocigroup_cli.instance.options import TailOptions
     from ocigroup_cli.instance.tail import Tail, TailStats
@@ -56,22 +56,6 @@ def _check_format(format_: str, encoding: str, template: str | None) -> None:
             raise UsageError(
                 f"--template {template!r}: {problem}; the fields are partition, offset, timestamp, key and value."
             ) from None
-
-
-def _stopped(cause: str, stats: TailStats | None) -> Interrupted:
-    """The exit message: what was delivered and committed, and what stays for the next reader."""
-    if stats is None:
-        return Interrupted(f"{cause}; nothing was committed.")
-    return Interrupted(f"{cause}: {_delivered(stats)}.")
-
-
-def _delivered(stats: TailStats) -> str:
-    text = f"{stats.written:,} message(s) delivered"
-    failed = " (the last batch's commit failed: it will be read again)"
-    text += failed if stats.final_commit_failed else " and committed"
-    if stats.in_flight:
-        text += f"; {stats.in_flight:,} not fully delivered stay uncommitted and will be read again"
-    return text + "".join(f"; {move}" for move in stats.moves)
 
 
 FromOption = Annotated[str | None, typer.Option("--from", help="Where a NEW group starts: earliest, latest or a time.")]
@@ -241,15 +225,15 @@ def _write(
         with instance_of(s, g, profile, name, start, _writer(sink), join_live, create, limits) as member:
             runner.append(member)
             stats = member.run()
-        console.notice(f"tail stopped: {_delivered(stats)}; {stats.rebalances} rebalance(s)")
+        console.notice(f"tail stopped: {delivered(stats)}; {stats.rebalances} rebalance(s)")
     except DataLost:  # say what was delivered before the loss stopped it
         if runner:
-            console.notice(f"tail stopped: {_delivered(runner[0].stats)}")
+            console.notice(f"tail stopped: {delivered(runner[0].stats)}")
         raise
     except ReaderGone as exc:
-        raise _stopped(f"stopped, {exc.message}", runner[0].stats if runner else None) from None
+        raise stopped(f"stopped, {exc.message}", runner[0].stats if runner else None) from None
     except KeyboardInterrupt:
-        raise _stopped("interrupted", runner[0].stats if runner else None) from None
+        raise stopped("interrupted", runner[0].stats if runner else None) from None
 
 
 def _peek(
@@ -270,9 +254,9 @@ def _peek(
                 where = "" if partition is None else f" in partition {partition}"
                 console.notice(f"nothing to read{where} after {'offset' if offset is not None else 'the commit'}")
     except ReaderGone as exc:
-        raise _stopped(f"stopped, {exc.message}", None) from None
+        raise stopped(f"stopped, {exc.message}", None) from None
     except KeyboardInterrupt:
-        raise _stopped("interrupted", None) from None
+        raise stopped("interrupted", None) from None
 
 
 def _writer(sink: LineSink) -> Callable[..., Tail]:
@@ -323,12 +307,12 @@ def instance_of(
     with claim_instance(s.stream.id, name, me, chosen=profile.sources["group.instance"] != "default"):
         others = live_others(s.client, s.stream, name, me, g.clock.time_ms())
         if others is None:
-            _creating(s.stream, name, start, list(profile.file_groups), create, g.clock.time_ms())
+            creating(s.stream, name, start, list(profile.file_groups), create, g.clock.time_ms())
         confirm_joining(name, others or [], join_live, "--peek to read without joining")
         since = in_use_since(s.stream.id, name)
         options = TailOptions.of(profile.settings.group, name, me, start, options=g.repeated(), in_use_ms=since,
                                  **limits)  # fmt: skip
-        status = _status_line(g.clock, done) if console.STATUS.enabled() else None
+        status = status_line(g.clock, done) if console.STATUS.enabled() else None
         member = make(s, options, g.clock, status)
         try:
             yield member
@@ -342,81 +326,3 @@ def _start(from_: str | None, now_ms: int) -> Position:
         return EARLIEST if from_ is None else parse_position(from_, now_ms)
     except ValueError as exc:
         raise UsageError(f"--from: {exc}.") from None
-
-
-def _creating(stream: StreamInfo, group: str, start: Position, named: list[str], create: bool, now_ms: int) -> None:
-    """`tail` creates a group that does not exist: say so, question a name close to a group used here before or
-    `named` in the profile file (a typo), and on a terminal ask first (unless --create). A group this machine used
-    that is gone (OCI removed it unused) is an incident: recreated only with --create or a yes at the question,
-    after saying what recreating it replays or skips."""
-    from ocigroup_cli.core.gone import Gone
-    from ocigroup_cli.ops.groups import close_to, forget, seen
-
-    last = seen(stream.id).get(group)
-    if last is not None:
-        gone = Gone(last, stream.retention_hours)
-        said = (f"group {group!r} is gone from the service: {gone.reason(now_ms)}. Recreated at {start.describe()}, "
-                f"{_recreated(start, last)}")  # fmt: skip
-        if create:
-            console.warn(f"{said}; recreating it (--create).")
-        elif not console.is_tty(sys.stdin):
-            raise UsageError(f"{said}.", "pass --create (and --from where it should go on) to recreate it; "
-                             "'ocigroup inspect GROUP' shows what is retained")  # fmt: skip
-        elif not console.ask(f"{said}. Recreate it?"):
-            raise UsageError(f"group {group!r} was not recreated.", "pass --create with --from where it should go on")
-        forget(stream.id, group)  # the new group is a new one: its use here starts now
-        return
-    close = close_to(stream.id, group, named)
-    typo = f" Did you mean {close!r}?" if close else ""
-    if create or not console.is_tty(sys.stdin):
-        console.notice(f"group {group!r} does not exist yet: tail creates it, starting at {start.describe()}.{typo}")
-        return
-    if not console.ask(f"group {group!r} does not exist yet.{typo} Create it, starting at {start.describe()}?"):
-        raise UsageError(
-            f"group {group!r} was not created.",
-            "check the name (ocigroup groups list), or pass --create to create it without the question",
-        )
-
-
-def _recreated(start: Position, last_ms: int) -> str:
-    """What a group recreated at `start` reads, against where the old one was when last seen here (`last_ms`)."""
-    from ocigroup_cli.core.timefmt import ms_to_rfc3339
-
-    when = ms_to_rfc3339(last_ms) if last_ms else "an unknown time"
-    if start.kind == "TRIM_HORIZON":
-        return "it reads every message still retained again, those the old group had read included"
-    if start.kind == "LATEST":
-        return f"it skips every message published since the old group was last seen here ({when}) and not read"
-    at = start.time_ms or 0
-    if last_ms and at > last_ms:
-        return f"it skips what was published between its last use here ({when}) and {start.describe()}"
-    return f"it replays what was published after {start.describe()}, some the old group had read (last seen {when})"
-
-
-RATE_WINDOW_S = 10.0  # the status line's rate: over the last seconds, not since the start (a first batch's burst)
-
-
-def _status_line(clock: Clock, done: str = "written") -> Callable[[TailStats], None]:
-    seen: deque[tuple[float, int]] = deque()  # (monotonic time, written) at each redraw of the window
-
-    def show(stats: TailStats) -> None:
-        now = clock.monotonic()
-        if seen and now - seen[-1][0] < 1.0:
-            return
-        seen.append((now, stats.written))
-        while now - seen[0][0] > RATE_WINDOW_S:
-            seen.popleft()
-        console.STATUS.show(status_text(stats, list(seen), done))
-
-    return show
-
-
-def status_text(stats: TailStats, seen: list[tuple[float, int]], done: str = "written") -> str:
-    """What tail is doing, for a person: its rate over `seen` (once a second or more of it), what it wrote, the
-    partitions it holds and how often they changed hands."""
-    (t0, w0), (t1, w1) = seen[0], seen[-1]
-    rate = f"{(w1 - w0) / (t1 - t0):,.0f} msg/s; " if t1 - t0 >= 1.0 else ""
-    held = stats.held
-    holding = "no partition" if not held else f"partition{'s' if len(held) > 1 else ''} {','.join(map(str, held))}"
-    n = stats.rebalances
-    return f"{rate}{stats.written:,} {done}; holding {holding}; {n} rebalance{'' if n == 1 else 's'}"
