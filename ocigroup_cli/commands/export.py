@@ -10,15 +10,14 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.cli.options import OutputOption, fmt, globals_of, load_profile, session
-from ocigroup_cli.core import shellword
-from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timespec import parse_time_ms
 from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.views.export_report import Shown, report
 
 if TYPE_CHECKING:  # imported inside the command: `--help` must not pay for the export modules
     from ocigroup_cli.config import Profile
     from ocigroup_cli.export.resolve import Request
-    from ocigroup_cli.export.session import Destination, Progress
+    from ocigroup_cli.export.session import Destination
 
 app = typer.Typer(
     help="Export a partition range for audit (Spark), with a manifest that proves it; verify an export.",
@@ -58,36 +57,6 @@ def _request(
     if split < 1:
         raise UsageError(f"--split must be at least 1, got {split}.")
     return Request(parse_partitions(partition, count), *offsets, *times, split=split, allow_truncated=allow_truncated)
-
-
-class _Shown:
-    """On a terminal, one status line from the first second: the phase, and the rows read while slices are read;
-    with -v, how long each phase took."""
-
-    def __init__(self, clock: Clock, verbose: bool) -> None:
-        self.clock, self.verbose = clock, verbose
-        self.start = self.since = clock.monotonic()
-        self.phase = ""
-
-    def __call__(self, p: Progress) -> None:
-        now = self.clock.monotonic()
-        if p.phase != self.phase:
-            if self.verbose and self.phase:
-                console.notice(f"{self.phase}: {now - self.since:.1f} s")
-            self.phase, self.since = p.phase, now
-        text = f"export: {p.phase}"
-        if p.phase == "reading":
-            text += f" · {p.slices_done}/{p.slices} slices · {p.rows:,} rows"
-        console.STATUS.show(f"{text} · {now - self.start:.0f}s")
-
-
-def _summary(doc: dict[str, Any]) -> object:
-    rows = [
-        [p["partition"], p["first_offset"], p["last_offset"], p["rows"], p["gaps"], "yes" if p["truncated"] else ""]
-        for p in doc["partitions"]
-    ]
-    title = f"export of {doc['stream']['name']}: {doc['rows']:,} rows in {len(doc['files'])} file(s)"
-    return console.table(["PARTITION", "FIRST", "LAST", "ROWS", "GAPS", "TRUNCATED"], rows, title=title)
 
 
 Partitions = Annotated[str | None, typer.Option(help="Partitions: 3, 1,4, 0-3 or all.")]
@@ -187,34 +156,12 @@ def export(
         lent=g.spark,
         driver_memory=driver_memory,
         notice=console.notice,
-        show=_Shown(g.clock, g.verbose),
+        show=Shown(g.clock, g.verbose),
     )
-    _report(outcome.manifest, target, fmt(ctx, output), g.repeated())
+    report(outcome.manifest, str(target.out), fmt(ctx, output), g.repeated())
     if outcome.cache is not None and outcome.cache.recording is not None:
         console.notice("saving Spark's class archive, so that later exports start sooner (first export only)")
         outcome.finish()
-
-
-def _report(doc: dict[str, Any], target: Destination, out: str, options: str) -> None:
-    """The manifest as the command's output, what it holds short of the range asked, what protects it, and how to
-    check it (an Object Storage export with the options that chose the profile: its credentials read it)."""
-    from ocigroup_cli.core.retention import Protection, Rule
-
-    console.emit(doc, out, lambda: _summary(doc))
-    cut = doc.get("truncated_at_present")
-    if cut:
-        console.warn(f"the export stopped at the present ({cut['stopped_at']}), before the --to-time asked "
-                     f"({cut['asked_to']}): its manifest records it, and verify reports it as truncated")  # fmt: skip
-    kept = (doc.get("destination") or {}).get("retention")
-    if "destination" in doc:
-        if kept:
-            rule = Rule(kept["rule_id"], kept["rule"], kept["duration_days"], None)
-            console.notice(f"write-once: {Protection(rule, kept['locked'], kept['protected_until']).text()}")
-        else:
-            console.warn(f"bucket of {target.out} has no retention rule: its objects can still be overwritten or "
-                         "deleted (--require-retention refuses such a bucket)")  # fmt: skip
-    verify = f"ocigroup{options if 'destination' in doc else ''} export verify {shellword.quote(str(target.out))}"
-    console.notice(f"exported {doc['rows']:,} rows to {target.out}; check it any time with:", command=verify)
 
 
 def _not_ahead(times: tuple[int | None, int | None], now_ms: int, allow_future: bool) -> None:
