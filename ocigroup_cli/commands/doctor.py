@@ -36,7 +36,8 @@ def doctor(ctx: typer.Context, write_probes: WriteProbes = False, output: Output
 
     form = fmt(ctx, output)
     checks: list[Check] = []
-    show = (lambda c: None) if form == "json" else _line
+    structured = form != "table"  # json or yaml: one document at the end
+    show = (lambda c: None) if structured else _line
     try:
         profile = load_profile(ctx)
     except OcigroupError as exc:
@@ -50,7 +51,7 @@ def doctor(ctx: typer.Context, write_probes: WriteProbes = False, output: Output
             checks.append(check)
             show(check)
     failed = [c for c in checks if c.status == FAIL]
-    if form == "json":
+    if structured:
         statements = [c.statements[0] for c in failed if c.statements]
         data = {"ok": not failed, "checks": [c.json() for c in checks], "statements": statements}
         console.emit(data, form)

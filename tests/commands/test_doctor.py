@@ -379,3 +379,17 @@ def test_a_certificate_that_does_not_verify_is_a_tls_fail_and_the_ca_bundle_fixe
         assert checks["tls"]["status"] == "OK" and checks["auth"]["status"] == "OK", checks
     finally:
         server.stop()
+
+
+def test_yaml_output_and_a_full_disk(t):
+    t.grant(f"Allow group {GROUP} to use streams in compartment apps:test")
+    config = t.profile()
+    shown = t.run(config, "-o", "yaml", "doctor")
+    doc = yaml.safe_load(shown.stdout)
+    assert shown.returncode == 0 and doc["ok"] is True and doc["checks"][0]["id"] == "profile", shown.stdout
+    env = proc.clean_env(Path(config).parent / "state")
+    with open("/dev/full", "wb") as full:
+        r = subprocess.run([proc.exe(), "--config", config, "-o", "table", "doctor"], env=env, stdout=full,
+                           stderr=subprocess.PIPE, timeout=60)  # fmt: skip
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err and len(err.strip().splitlines()) <= 2, err

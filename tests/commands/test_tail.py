@@ -109,8 +109,8 @@ def test_a_mistyped_group_gets_a_did_you_mean_and_is_never_remembered(cli, sdk):
 def test_the_status_line_rates_the_last_seconds_and_says_what_it_holds():
     """The first redraw has no rate (a first batch's burst over a millisecond is no rate); then the rate is over the
     last seconds seen, and the partitions held read as partitions, not as a count."""
-    from ocigroup_cli.views.tail_status import status_text
     from ocigroup_cli.instance.options import TailStats
+    from ocigroup_cli.views.tail_status import status_text
 
     stats = TailStats(written=1_500, held=(2,), rebalances=1)
     assert status_text(stats, [(100.0, 1_500)]) == "1,500 written; holding partition 2; 1 rebalance"
