@@ -44,7 +44,9 @@ class IamFile:
         if statements:
             policy = {"statements": statements, **({"compartment": attached} if attached else {})}
             doc["policies"].append(policy)
-        self.path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        fresh = self.path.with_suffix(".new")
+        fresh.write_text(yaml.safe_dump(doc, sort_keys=False))
+        fresh.replace(self.path)  # whole, as an editor saves: the emulator never reads half a file
 
     def profile(self, directory: Path, url: str, key: ApiKey | None = None, **extra) -> str:
         """A profile file for alice (or whoever holds `key`), naming the stream by OCID."""

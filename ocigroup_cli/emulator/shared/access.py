@@ -8,6 +8,7 @@ file that does not load is logged and the last good one kept.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from ocigroup_cli.iam.permissions import OPERATIONS
 from ocigroup_cli.iam.tenancy import Tenancy
 
 log = logging.getLogger("ocigroup.emulator")
+DIGEST_UP_TO = 256 * 1024  # a tenancy file this size or less is read at each request to see whether it changed
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,15 @@ class Access:
         self._seen = self._stamp()
         self._lock = threading.Lock()
 
-    def _stamp(self) -> tuple[int, int] | None:
+    def _stamp(self) -> tuple[int, int, int, bytes] | None:
+        """What tells a changed file: its time, size, inode and (a file of a tenancy's size) a digest of its bytes,
+        since two edits within the file system's timestamp granularity may leave the same time and size."""
         try:
             st = self.path.stat()
+            digest = hashlib.sha256(self.path.read_bytes()).digest() if st.st_size <= DIGEST_UP_TO else b""
         except OSError:
             return None
-        return st.st_mtime_ns, st.st_size
+        return st.st_mtime_ns, st.st_size, st.st_ino, digest
 
     def current(self) -> Tenancy:
         stamp = self._stamp()
