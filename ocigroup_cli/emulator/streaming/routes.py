@@ -14,6 +14,7 @@ from ocigroup_cli.emulator.shared.errors import ServiceError, invalid, not_found
 from ocigroup_cli.emulator.shared.limits import MAX_GET_LIMIT
 from ocigroup_cli.emulator.shared.wire import Response, json_body, no_api, no_method
 from ocigroup_cli.emulator.streaming.backend import Backend, Messages
+from ocigroup_cli.emulator.streaming.streams import stream_not_found
 
 BASE = "/20180418"
 # (method, what the path names) -> the API operation, for IAM
@@ -128,11 +129,9 @@ class StreamingRoutes:
         if operation is None:
             return  # not an API: the route answers so
         variables = {"target.stream.id": stream_id}
-        if operation in ("GetStream", "DeleteStream", "UpdateStream"):
-            self.access.check(who, operation, self.backend.compartment_of(stream_id), variables, not_found)
-        else:
-            refusal = lambda: not_found(f"Stream {stream_id} was not found (or is not ACTIVE).")  # noqa: E731
-            self.access.check(who, operation, self.backend.compartment_of(stream_id), variables, refusal)
+        admin = operation in ("GetStream", "DeleteStream", "UpdateStream")  # their own not-found has no words
+        refusal = not_found if admin else lambda: stream_not_found(stream_id)
+        self.access.check(who, operation, self.backend.compartment_of(stream_id), variables, refusal)
 
     def _streams(self, method: str, path: str, query: dict[str, str], body: bytes) -> Response:
         """CreateStream (the stream CREATING, and its work request) and ListStreams."""

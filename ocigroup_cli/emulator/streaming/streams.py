@@ -85,7 +85,7 @@ class Streams:
         stream = self._row(db, stream_id)
         state = None if stream is None else stream.lifecycle(self.real.time_ms())
         if stream is None or state in ("DELETING", "DELETED"):
-            raise not_found(f"Stream {stream_id} was not found (or is not ACTIVE).")
+            raise stream_not_found(stream_id)
         if state != "ACTIVE":
             raise ServiceError(409, "IncorrectState", f"Stream {stream_id} is {state}; it can be used once ACTIVE.")
         return stream
@@ -281,3 +281,8 @@ def _page_start(query: dict[str, str]) -> int:
         return int(query["page"])
     except ValueError:
         raise invalid("'page' is not a page token returned by this service.") from None
+
+
+def stream_not_found(stream_id: str) -> ServiceError:
+    """A call under a stream that is not there (or not ACTIVE); IAM refuses a call under a stream with it too."""
+    return not_found(f"Stream {stream_id} was not found (or is not ACTIVE).")
