@@ -67,6 +67,8 @@ class Access:
         return self.tenancy
 
     def key(self, tenancy: str, user: str, fingerprint: str) -> Any | None:
+        """The key that signs as `user`. Verifying a request's signature is where the file is looked at again: the
+        request's checks then use that reading (`self.tenancy`), one look at the file per request."""
         return self.current().key(tenancy, user, fingerprint, self.trusted)
 
     def check(
@@ -82,7 +84,7 @@ class Access:
         if who is None or compartment is None:
             return
         need = OPERATIONS[operation]
-        tenancy = self.current()
+        tenancy = self.tenancy  # as read when the request's signature was verified (key())
         context = {**variables, "request.operation": operation}
         results = (tenancy.allows(who.user, p, compartment, context) for p in need.permissions)
         if not (any(results) if need.any_of else all(results)):

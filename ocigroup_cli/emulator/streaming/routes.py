@@ -118,10 +118,10 @@ class StreamingRoutes:
             if method == "POST":
                 data = json_body(body)
                 where = data.get("compartmentId") if isinstance(data, dict) else None
-                where = where if isinstance(where, str) else self.access.current().id
+                where = where if isinstance(where, str) else self.access.tenancy.id
                 self.access.check(who, "CreateStream", where, {}, not_authorized_or_exists)
             elif method == "GET":
-                where = query.get("compartmentId") or self.access.current().id  # a pool: the tenancy's (assumed)
+                where = query.get("compartmentId") or self.access.tenancy.id  # a pool: the tenancy's (assumed)
                 self.access.check(who, "ListStreams", where, {}, not_found)
             return
         stream_id = unquote(parts[1])
