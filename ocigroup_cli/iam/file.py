@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ocigroup_cli.core import keys as fingerprints
+from ocigroup_cli.iam.keys import fingerprint, load_public_key
 from ocigroup_cli.iam.policy import PolicyError, parse
 from ocigroup_cli.iam.tenancy import Grant, Tenancy, User
 
@@ -151,7 +151,7 @@ class _Reader:
             user = User(uid, groups)
             for key in self.items(f.get("keys"), "keys"):
                 public = self.public_key(key)
-                user.keys[fingerprints.fingerprint(_der(public))] = public
+                user.keys[fingerprint(public)] = public
             prints = [self.text(p, "a fingerprint").lower() for p in self.items(f.get("fingerprints"), "fingerprints")]
             for p, printed in zip(self.items(f.get("fingerprints"), "fingerprints"), prints, strict=True):
                 if not _FINGERPRINT.fullmatch(printed):
@@ -161,9 +161,6 @@ class _Reader:
         return users
 
     def public_key(self, node: Any) -> Any:
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
         given = self.text(node, "a key (a PEM file's path, or the PEM itself)")
         if given.startswith("-----BEGIN"):
             data = given.encode()
@@ -174,17 +171,9 @@ class _Reader:
             except OSError as exc:
                 raise self.fail(node, f"key {given}: cannot read it ({exc.strerror}).") from None
         try:
-            key = serialization.load_pem_public_key(data)
-        except ValueError:
-            try:
-                key = serialization.load_pem_private_key(data, password=None).public_key()
-            except (ValueError, TypeError):
-                raise self.fail(
-                    node, f"key {given[:60]}: not a PEM public key (nor an unencrypted private key)."
-                ) from None
-        if not isinstance(key, rsa.RSAPublicKey):
-            raise self.fail(node, f"key {given[:60]}: OCI API keys are RSA keys.")
-        return key
+            return load_public_key(data)
+        except ValueError as exc:
+            raise self.fail(node, f"key {given[:60]}: {exc}.") from None
 
     def policies(self, node: Any | None, t: Tenancy) -> list[Grant]:
         grants = []
@@ -242,9 +231,3 @@ class _Reader:
                 node, f"compartment {target} is not at or below {t.names[attached]!r} (where the policy is attached)."
             )
         return target
-
-
-def _der(public: Any) -> bytes:
-    from cryptography.hazmat.primitives import serialization
-
-    return bytes(public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo))

@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from ocigroup_cli.core import keys
 from ocigroup_cli.core.timefmt import datetime_to_ms
 from ocigroup_cli.emulator.shared.access import Access, Principal
 from ocigroup_cli.emulator.shared.errors import ServiceError, not_authenticated
+from ocigroup_cli.iam.keys import fingerprint, load_public_key
 
 MAX_SKEW_MS = 5 * 60 * 1000
 # the service's one answer to a key it does not know for that user (a wrong fingerprint, user or tenancy)
@@ -33,24 +33,6 @@ _PARAM = re.compile(r'(?<![A-Za-z])([A-Za-z]+)="([^"]*)"\s*(?:,|$)')
 # service accepts that
 _BASE = ("(request-target)",)
 _BODY = ("content-length", "content-type", "x-content-sha256")
-
-
-def fingerprint(public_key: rsa.RSAPublicKey) -> str:
-    """The OCI fingerprint of a public key."""
-    return keys.fingerprint(
-        public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
-
-
-def load_public_key(pem: bytes) -> rsa.RSAPublicKey:
-    """Accepts a public key PEM, or a private key PEM (its public half is used)."""
-    try:
-        key = serialization.load_pem_public_key(pem)
-    except ValueError:
-        key = serialization.load_pem_private_key(pem, password=None).public_key()
-    if not isinstance(key, rsa.RSAPublicKey):
-        raise ValueError("only RSA keys are supported")
-    return key
 
 
 class Verifier:
