@@ -35,3 +35,9 @@ class Identity:
     fingerprint: str | None
     region: str
     key: Any = None  # the private key, once it loads
+    real_fingerprint: str | None = None  # the key's own fingerprint, once it loads
+
+    @property
+    def signing_fingerprint(self) -> str | None:
+        """The fingerprint the commands sign with: the profile's, else the key's own."""
+        return self.fingerprint.strip() if self.fingerprint else self.real_fingerprint

@@ -26,6 +26,7 @@ from ocigroup_cli.client.signing import ApiKeySigner
 from ocigroup_cli.client.transport import Proxy, proxy_for
 from ocigroup_cli.config import Profile
 from ocigroup_cli.core.clock import Clock
+from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.errors import ConfigError, OcigroupError
 from ocigroup_cli.ops.check import FAIL, OK, SKIPPED, WARN, Check, Identity
 from ocigroup_cli.ops.probes import Probes
@@ -112,6 +113,7 @@ class Doctor:
             yield Check("key-permissions", OK, "readable by its owner only")
         try:
             ident.key = auth.load_private_key(str(path), ident.pass_phrase, "key", ident.pass_hint)
+            ident.real_fingerprint = auth.fingerprint_of(ident.key)
         except ConfigError as exc:
             yield Check("key-passphrase", FAIL, exc.message.removeprefix(f"key {path}: "), exc.hint)
             return
@@ -119,7 +121,7 @@ class Doctor:
         yield self._fingerprint_check(ident)
 
     def _fingerprint_check(self, ident: Identity) -> Check:
-        real = auth.fingerprint_of(ident.key)
+        real = ident.real_fingerprint
         if ident.fingerprint is None:
             return Check("fingerprint", OK, f"computed from the key: {real} (the one uploaded for your user)")
         if ident.fingerprint.strip().lower() != real:
@@ -169,9 +171,7 @@ class Doctor:
         ident = self.identity
         signer: Any = Unsigned()
         if ident is not None and ident.key is not None and ident.tenancy and ident.user:
-            signer = ApiKeySigner(f"{ident.tenancy}/{ident.user}/{auth.fingerprint_of(ident.key)}", ident.key)
-            if ident.fingerprint:  # as the commands sign: with the profile's fingerprint
-                signer = ApiKeySigner(f"{ident.tenancy}/{ident.user}/{ident.fingerprint.strip()}", ident.key)
+            signer = ApiKeySigner(f"{ident.tenancy}/{ident.user}/{ident.signing_fingerprint}", ident.key)
         context = tls.context(self.profile.settings.cert_bundle) if url.startswith("https:") else None
         s = self.profile.settings.stream
         path, query = f"/streams/{quote(s.id or '', safe='')}", None
@@ -219,11 +219,11 @@ class Doctor:
             return Check("auth", OK, f"the service accepts the key (a signed GET answered {answer.status})")
         if "clock" in self.failed:
             return Check("auth", FAIL, "401 NotAuthenticated: the clock (above) is the likely cause", CLOCK_FIX)
-        real = auth.fingerprint_of(ident.key)
+        real = ident.real_fingerprint
         return Check(
             "auth",
             FAIL,
-            f"401 NotAuthenticated: the service knows no key {ident.fingerprint or real} for user {ident.user} "
+            f"401 NotAuthenticated: the service knows no key {ident.signing_fingerprint} for user {ident.user} "
             f"in tenancy {ident.tenancy}",
             f"upload the public half of {ident.key_file} (fingerprint {real}) to that user (Console: Identity > "
             "Users > API keys > Add API key; `oci iam user api-key upload`), or correct auth.user and auth.tenancy",
@@ -250,7 +250,5 @@ def _resolve(host: str, port: int, proxy: Proxy | None) -> str | None:
 
 
 def _duration(seconds: float) -> str:
-    """`about 7 min (419 s)`: a Date header tells whole seconds, and the answer took some time to come."""
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    return f"about {round(seconds / 60)} min ({seconds:.0f} s)"
+    """`about 7 min (6m 59s)`: a Date header tells whole seconds, and the answer took some time to come."""
+    return human_duration(seconds) if seconds < 60 else f"about {round(seconds / 60)} min ({human_duration(seconds)})"
