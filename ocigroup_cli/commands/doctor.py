@@ -8,9 +8,10 @@ import typer
 
 from ocigroup_cli import console
 from ocigroup_cli.cli.options import OutputOption, fmt, globals_of, load_profile
-from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.errors import ExitCode, OcigroupError
 
 if TYPE_CHECKING:
+    from ocigroup_cli.config import Profile
     from ocigroup_cli.ops.check import Check
 
 WriteProbes = Annotated[
@@ -58,7 +59,7 @@ def doctor(ctx: typer.Context, write_probes: WriteProbes = False, output: Output
     elif failed:
         console.data_line(f"{len(failed)} check(s) failed.")
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILURE)
 
 
 def _line(check: Check) -> None:
@@ -68,11 +69,11 @@ def _line(check: Check) -> None:
         console.data_line(console.visible(f"{'':<24}{label} {check.fix}"))
 
 
-def _provision(ctx: typer.Context, profile: object) -> None:
+def _provision(ctx: typer.Context, profile: Profile) -> None:
     """The local profile makes its emulator, key and stream on first use, as every command does."""
     from ocigroup_cli.cli.options import session
 
-    s = session(ctx, profile)  # type: ignore[arg-type]
+    s = session(ctx, profile)
     try:
         _ = s.stream
     finally:
