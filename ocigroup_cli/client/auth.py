@@ -13,7 +13,7 @@ from typing import Any
 from ocigroup_cli import inputs
 from ocigroup_cli.client.signing import ApiKeySigner, SdkSigner, Signer
 from ocigroup_cli.config import Profile
-from ocigroup_cli.core import keys
+from ocigroup_cli.core import keys, shellword
 from ocigroup_cli.errors import ConfigError
 
 PASS_IN_CONFIG = "add pass_phrase to that profile of the OCI config file"
@@ -35,7 +35,8 @@ def permission_warning(path: Path) -> str | None:
     except OSError:
         return None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        return f"{path} is readable by other users (mode {stat.S_IMODE(mode):o}); run: chmod 600 {path}"
+        fix = f"chmod 600 {shellword.quote(str(path))}"
+        return f"{path} is readable by other users (mode {stat.S_IMODE(mode):o}); run: {fix}"
     return None
 
 

@@ -25,6 +25,7 @@ from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.signing import ApiKeySigner
 from ocigroup_cli.client.transport import Proxy, proxy_for
 from ocigroup_cli.config import Profile
+from ocigroup_cli.core import shellword
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timefmt import human_duration
 from ocigroup_cli.errors import ConfigError, OcigroupError
@@ -108,7 +109,7 @@ class Doctor:
         yield Check("key-file", OK, str(path))
         warning = auth.permission_warning(path)
         if warning:
-            yield Check("key-permissions", WARN, warning.split(";")[0], f"chmod 600 {path}")
+            yield Check("key-permissions", WARN, warning.split(";")[0], f"chmod 600 {shellword.quote(str(path))}")
         else:
             yield Check("key-permissions", OK, "readable by its owner only")
         try:

@@ -213,13 +213,16 @@ def test_an_encrypted_key_without_its_pass_phrase(t, tmp_path):
 
 def test_a_key_others_can_read_is_a_warning_not_a_failure(t, tmp_path):
     t.grant(f"Allow group {GROUP} to use streams in compartment apps:test")
-    shared = tmp_path / "shared.pem"
+    shared = tmp_path / "a shared key.pem"  # the printed fix runs as printed, spaces and all
     shutil.copy(t.iam.alice.key_file, shared)
     shared.chmod(0o644)
     config = t.profile(auth={"method": "api_key", "key_file": str(shared), "tenancy": TENANCY, "user": ALICE})
     code, checks = t.doctor(config)
     assert code == 0 and checks["key-permissions"]["status"] == "WARN"
-    assert checks["key-permissions"]["fix"] == f"chmod 600 {shared}"
+    assert checks["key-permissions"]["fix"] == f"chmod 600 '{shared}'"
+    done = subprocess.run(["sh", "-c", checks["key-permissions"]["fix"]], capture_output=True, timeout=10)
+    assert done.returncode == 0 and shared.stat().st_mode & 0o777 == 0o600
+    assert t.doctor(config)[1]["key-permissions"]["status"] == "OK"
 
 
 class _SkewedDate(BaseHTTPRequestHandler):
