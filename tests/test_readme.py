@@ -279,7 +279,9 @@ def test_a_group_that_vanished(world, monkeypatch):
 
 def test_an_export_for_audit(world):
     """Yesterday on a 48 h stream, exported whole (as the README's command and the daily cron line); the last
-    hour on a 24 h stream (the hourly cron line)."""
+    hour on a 24 h stream (the hourly cron line). The cron lines ask `date` for the hour and the day, so a run that
+    crosses the top of an hour (or midnight) exports the next one: where that next one has already begun, it holds
+    the same messages, and the test reads whichever export the line made."""
     w, clock = world
     now = clock.time_ms()
     yesterday = ms_to_rfc3339(now - 24 * HOUR)[:10]
@@ -288,10 +290,13 @@ def test_an_export_for_audit(world):
     w.sid = w.sdk.stream(partitions=8, name="orders", retention=24)
     days = w.sdk.stream(partitions=8, name="orders48", retention=48)
     _audit_bucket(w)
-    clock.set_ms(parse_rfc3339_ms(f"{yesterday}T12:00:00Z"))
-    w.sdk.put(days, [(key_for(i % 8, 8), f"day-{i}") for i in range(80)])
-    clock.set_ms(parse_rfc3339_ms(f"{hour}:30:00Z"))
-    w.sdk.put(w.sid, [(key_for(i % 8, 8), f"hour-{i}") for i in range(80)])
+    day, last_hour = parse_rfc3339_ms(f"{yesterday}T12:00:00Z"), parse_rfc3339_ms(f"{hour}:30:00Z")
+    batches = [(day, days, "day"), (day + 24 * HOUR, days, "day"), (last_hour, w.sid, "hour"),
+               (last_hour + HOUR, w.sid, "hour")]  # fmt: skip
+    for at, stream, label in sorted(batches):
+        if at < now - MINUTE:  # the next period only where it has begun
+            clock.set_ms(at)
+            w.sdk.put(stream, [(key_for(i % 8, 8), f"{label}-{i}") for i in range(80)])
     clock.set_ms(now)
     clock.run(True)
     lines = recipes()["An export for audit"]
@@ -303,10 +308,11 @@ def test_an_export_for_audit(world):
         assert json.loads(export.stdout)["destination"]["retention"]["rule"] == "audit-evidence"
         w.fill = {}
         play(w, lines[2:3], [0])  # the hourly line, on the 24 h stream
-        assert _manifest(w, f"orders/hourly/{hour}")["rows"] == 80
+        next_hour = ms_to_rfc3339(parse_rfc3339_ms(f"{hour}:00:00Z") + HOUR)[:13]
+        assert _only_manifest(w, "orders/hourly/", {hour, next_hour})["rows"] == 80
         daily = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, {})
         play(daily, lines[3:], [0])
-        assert _manifest(w, f"orders/daily/{yesterday}")["rows"] == 80
+        assert _only_manifest(w, "orders/daily/", {yesterday, ms_to_rfc3339(now)[:10]})["rows"] == 80
     finally:
         subprocess.run([str(proc.EXE), "export", "engine", "stop"], env=w.env, capture_output=True, timeout=60)
 
@@ -352,9 +358,13 @@ def _audit_bucket(w: World) -> None:
     storage.create_retention_rule(ns, "audit", rule)
 
 
-def _manifest(w: World, prefix: str) -> dict:
+def _only_manifest(w: World, parent: str, periods: set[str]) -> dict:
+    """The one manifest under PARENT, in a folder named after one of PERIODS (the cron line's `date` picks it)."""
     import oci
 
     storage = oci.object_storage.ObjectStorageClient(w.sdk.key.config(), service_endpoint=w.sdk.url)
     ns = storage.get_namespace().data
-    return json.loads(storage.get_object(ns, "audit", f"{prefix}/manifest.json").data.content)
+    names = [o.name for o in storage.list_objects(ns, "audit", prefix=parent).data.objects]
+    manifests = [name for name in names if name.endswith("/manifest.json")]
+    assert len(manifests) == 1 and manifests[0][len(parent) :].split("/")[0] in periods, (manifests, periods)
+    return json.loads(storage.get_object(ns, "audit", manifests[0]).data.content)

@@ -18,6 +18,9 @@ from pathlib import Path
 from ocigroup_cli.paths import private_dirs
 
 STALE_S = 3600  # a recording older than this was left by a JVM that did not finish
+# Writing the archive takes seconds on an idle machine and more than a minute on a busy 2-core one (seen in the
+# test suite); the export's result is shown before, so the wait costs the user nothing but a process that lingers.
+FINISH_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -35,15 +38,19 @@ class ClassCache:
         self.archive.unlink(missing_ok=True)
         return ClassCache(self.archive, None)
 
-    def finish(self, jvm: subprocess.Popen[bytes] | None, timeout_s: float = 60.0) -> None:
-        """End a recording JVM (it writes the archive as it exits) and publish the archive in one rename."""
+    def finish(self, jvm: subprocess.Popen[bytes] | None, timeout_s: float = FINISH_S) -> None:
+        """End a recording JVM (it writes the archive as it exits) and publish the archive in one rename. A JVM
+        that has not written it in `timeout_s` is stopped, without an archive: no process outlives the export."""
         if self.recording is None or jvm is None:
             return
         try:
             if jvm.stdin is not None:
                 jvm.stdin.close()  # the gateway JVM exits when its stdin closes
             jvm.wait(timeout_s)
-        except (OSError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
+            self.abandon(jvm)
+            return
+        except OSError:
             return  # left as a recording; a later export removes it once stale
         try:
             if jvm.returncode == 0 and self.recording.is_file():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,20 @@ def test_an_abandoned_recording_is_killed_before_it_writes_anything(java, tmp_pa
     jvm = _jvm(cache.recording)
     cache.abandon(jvm)
     assert jvm.returncode != 0 and list(tmp_path.glob("*.jsa*")) == []
+
+
+def test_a_jvm_that_does_not_write_its_archive_in_time_is_stopped_and_leaves_nothing(java, tmp_path):
+    cache = classcache.for_spark(tmp_path, tmp_path / "spark", "4.3.0", java, NOW_MS)
+    assert cache is not None and cache.recording is not None
+    stuck = subprocess.Popen(
+        [sys.executable, "-c", f"open({str(cache.recording)!r}, 'wb').write(b'part'); import time; time.sleep(60)"],
+        stdin=subprocess.PIPE,
+    )
+    while not cache.recording.exists():  # it has begun writing
+        assert stuck.poll() is None
+        time.sleep(0.01)
+    cache.finish(stuck, timeout_s=0.5)
+    assert stuck.returncode is not None and list(tmp_path.glob("*.jsa*")) == []
 
 
 def test_an_archive_the_jvm_cannot_use_is_discarded(java, tmp_path):
