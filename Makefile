@@ -19,7 +19,7 @@ venv: $(STAMP)
 test: lint  ## four workers: the suite mostly waits (on processes, sockets, real time), see README
 	$(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
-test-full: lint  ## the same suite with the scale tests at full size (the cluster export, the long reliability runs)
+test-full: lint  ## the same suite at full size (the cluster export, the long reliability runs), JVMs with Java's defaults
 	OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
 lint: $(STAMP)
