@@ -284,6 +284,7 @@ def test_missing_java_is_one_clear_line(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # two cold JVMs and the archive's writing: over 5 minutes beside another suite, 2 cores
 def test_the_first_export_records_the_class_archive_and_later_exports_map_it(cli, sdk, tmp_path):
     """Real `ocigroup` processes, each with its own JVM: stdout stays pure JSON while the JVM records."""
     import os
