@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import select
 import signal
 import subprocess
 import time
@@ -13,7 +15,7 @@ import zlib
 
 import pytest
 
-from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.emulator.shared.options import Options
 from tests.helpers import cli as proc
 from tests.helpers.service import Sdk, start_server, write_config
@@ -36,22 +38,52 @@ def real(api_key, tmp_path):
         server.stop()
 
 
-def test_streams_create_waits_until_the_stream_is_active(real):
-    _, config, env = real(transition_ms=1000)  # the service's moment of CREATING, long enough to be seen
-    made = proc.run(["--config", config, "-o", "json", "streams", "create", "made", "--partitions", "2"], env)
-    assert made.returncode == 0, made.stderr.decode()
-    assert json.loads(made.stdout)["state"] == "ACTIVE"
-    assert "is CREATING: waiting until it is ACTIVE" in made.stderr.decode()
+def test_streams_create_waits_until_the_stream_is_active(api_key, tmp_path):
+    """A new stream is CREATING for as long as the test holds it there: the emulator's lifecycle (and its rates) run
+    on a clock the test moves, so a command that is slow to start cannot miss the moment."""
+    lifecycle = ManualClock(SystemClock().time_ms())  # stopped: a stream stays CREATING until the test moves it
+    server = start_server(api_key, SystemClock(), real_clock=lifecycle, options=Options(transition_ms=1000))
+    try:
+        config = write_config(tmp_path, api_key, server.url, group__name="g")
+        env = proc.clean_env(tmp_path / "state")
+        creating = subprocess.Popen(
+            [proc.exe(), "--config", config, "-o", "json", "streams", "create", "made", "--partitions", "2"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        told = _first_line(creating, timeout_s=60)
+        assert "is CREATING: waiting until it is ACTIVE" in told, told
+        lifecycle.advance_ms(1000)  # the gate opens: the stream settles ACTIVE
+        lifecycle.run(True)
+        out, err = creating.communicate(timeout=60)
+        assert creating.returncode == 0, err.decode()
+        assert json.loads(out)["state"] == "ACTIVE"
 
-    quick = proc.run(["--config", config, "-o", "json", "streams", "create", "quick", "--no-wait"], env)
-    assert quick.returncode == 0 and json.loads(quick.stdout)["state"] == "CREATING"
-    early = proc.run(["--config", config, "--stream", "quick", "inspect", "g"], env)
-    err = early.stderr.decode()
-    assert early.returncode == 4, err  # transient: it will be ACTIVE in a moment
-    assert err.startswith("error: stream 'quick' is still being created (CREATING)") and "Traceback" not in err
-    time.sleep(1.2)
-    later = proc.run(["--config", config, "--stream", "quick", "publish", "now it takes them"], env)
-    assert later.returncode == 0, later.stderr.decode()
+        lifecycle.run(False)
+        quick = proc.run(["--config", config, "-o", "json", "streams", "create", "quick", "--no-wait"], env)
+        assert quick.returncode == 0 and json.loads(quick.stdout)["state"] == "CREATING"
+        early = proc.run(["--config", config, "--stream", "quick", "inspect", "g"], env)
+        err_text = early.stderr.decode()
+        assert early.returncode == 4, err_text  # transient: it will be ACTIVE in a moment
+        assert err_text.startswith("error: stream 'quick' is still being created (CREATING)")
+        assert "Traceback" not in err_text
+        lifecycle.advance_ms(1000)
+        lifecycle.run(True)
+        later = proc.run(["--config", config, "--stream", "quick", "publish", "now it takes them"], env)
+        assert later.returncode == 0, later.stderr.decode()
+    finally:
+        server.stop()
+
+
+def _first_line(process: subprocess.Popen[bytes], timeout_s: float) -> str:
+    """The first line the process writes to stderr (or all it wrote, if it ended or the time ran out first)."""
+    assert process.stderr is not None
+    deadline = time.monotonic() + timeout_s
+    said = b""
+    while b"\n" not in said and time.monotonic() < deadline and process.poll() is None:
+        ready, _, _ = select.select([process.stderr], [], [], 0.1)
+        if ready:
+            said += os.read(process.stderr.fileno(), 4096)
+    return said.decode(errors="replace")
 
 
 def test_a_stream_found_by_name_keeps_its_retention(real):
