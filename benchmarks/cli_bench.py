@@ -218,9 +218,10 @@ def report(help_s: float, inspect: dict[str, object], tail: tuple[float, ...], a
     print(f"{'inspects back to back: mean wall each (the rate budget waits)':62} {b2b:9.3f}s {'':>10} {'':>7}  "
           f"- ({60 / b2b:.0f} a minute)")  # fmt: skip
     per_message = f"{'tail vs plain SDK loop: client CPU per 1 KiB message':62}"
-    if tail_us > 0 and sdk_us > 0:
+    measurable = tail_us > 0 and sdk_us > 0  # else the extra messages cost less CPU than one run's noise
+    if measurable:
         print(f"{per_message} {tail_us:8.1f}us {sdk_us:8.1f}us {tail_us / sdk_us:6.2f}x  <= 0.20x")
-    else:  # the extra messages cost less CPU than one run's noise: no figure rather than a negative one
+    else:  # no figure rather than a negative one
         print(f"{per_message} {'-':>10} {'-':>10} {'-':>7}  <= 0.20x (too few messages to tell: "
               f"{span} more cost less CPU than a run's noise; run with the default --small and --large)")  # fmt: skip
     print(
@@ -237,7 +238,7 @@ def report(help_s: float, inspect: dict[str, object], tail: tuple[float, ...], a
     summary.record("cli: a first inspect (no last look kept) vs oci group get, median", med_cold, med_theirs, "s", "-",
                    "oci CLI")  # fmt: skip
     summary.record("cli: inspects back to back, mean wall each (rate budgets)", b2b, None, "s", "-", "-")
-    if tail_us > 0 and sdk_us > 0:
+    if measurable:
         summary.record("cli: tail client CPU per 1 KiB message", tail_us, sdk_us, "us", "<= 0.2x", "plain SDK loop")
     summary.record("cli: doctor on the local profile, median wall", doctor_s, show_s, "s", "< 2 s", "profile show")
 

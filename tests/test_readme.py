@@ -308,11 +308,10 @@ def test_an_export_for_audit(world):
         assert json.loads(export.stdout)["destination"]["retention"]["rule"] == "audit-evidence"
         w.fill = {}
         play(w, lines[2:3], [0])  # the hourly line, on the 24 h stream
-        next_hour = ms_to_rfc3339(parse_rfc3339_ms(f"{hour}:00:00Z") + HOUR)[:13]
-        assert _only_manifest(w, "orders/hourly/", {hour, next_hour})["rows"] == 80
+        assert _only_manifest(w, "orders/hourly/", {hour, ms_to_rfc3339(last_hour + HOUR)[:13]})["rows"] == 80
         daily = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, {})
         play(daily, lines[3:], [0])
-        assert _only_manifest(w, "orders/daily/", {yesterday, ms_to_rfc3339(now)[:10]})["rows"] == 80
+        assert _only_manifest(w, "orders/daily/", {yesterday, ms_to_rfc3339(day + 24 * HOUR)[:10]})["rows"] == 80
     finally:
         subprocess.run([str(proc.EXE), "export", "engine", "stop"], env=w.env, capture_output=True, timeout=60)
 
