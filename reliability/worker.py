@@ -21,7 +21,6 @@ from reliability.harness import Run
 from reliability.history import Fault
 from reliability.procs import TailProcess
 
-PATIENCE_S = 2.0  # how long a command-kill looks for a running command (a burst of messages is a second apart)
 SCAN_S = 0.005  # between two looks at /proc
 
 
@@ -110,8 +109,10 @@ def kill_command(tail_pid: int, leader: Proc, procs: list[Proc]) -> Killed | Non
 
 def kill_a_command(run: Run) -> bool:
     """SIGKILL a random running command of a random live instance, recorded as a `command-kill` fault; False when
-    none was found within PATIENCE_S."""
-    until = run.now() + PATIENCE_S
+    none was found while there was work for one. It looks for as long as there is (messages still to publish, or
+    acknowledged ones not yet processed), not for a fixed time: on a busy machine the commands start late and end
+    fast, and a look of a few seconds could miss them all (bounded by the setting's drain time)."""
+    until = run.now() + run.setting.drain_s
     while run.now() < until:
         procs = table()
         live = [p for p in run.slots if p.alive and not p.paused]
@@ -123,8 +124,14 @@ def kill_a_command(run: Run) -> bool:
                 if killed is not None:
                     _record(run, proc, killed)
                     return True
+        if not _work_left(run):
+            return False
         run.sleep(SCAN_S)
     return False
+
+
+def _work_left(run: Run) -> bool:
+    return (run.publisher is not None and run.publisher.is_alive()) or run.recorder.unconsumed() > 0
 
 
 def _record(run: Run, proc: TailProcess, k: Killed) -> None:

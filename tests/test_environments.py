@@ -12,8 +12,10 @@ import re
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
 from ocigroup_cli.core.clock import SystemClock
 from ocigroup_cli.localhost import free_port
@@ -144,8 +146,12 @@ def test_dead_and_black_holed_endpoints_fail_within_the_deadline(api_key, tmp_pa
             r = run(["--config", config, "streams", "show"], clean_env(tmp_path / "state"))
             took = time.monotonic() - started
             lines = r.stderr.decode().splitlines()
-            assert r.returncode == 4 and took < 3 + 2, (took, lines)
+            assert r.returncode == 4, (took, lines)
             assert len(lines) == 2 and lines[0].startswith("error: ") and "Gave up after" in lines[0], lines
+            # the call's own time, as it measured it: a process slow to start on a busy machine does not count
+            spent = float(re.search(r"Gave up after \d+ attempt\(s\) in ([\d.]+) s", lines[0])[1])
+            assert spent <= 3 + 0.3, lines
+            assert took < 3 + 15, (took, lines)  # and nothing else hangs: start-up and exit included
     finally:
         hole.close()
 
@@ -272,7 +278,12 @@ def test_another_state_directorys_emulator_is_not_taken_for_ours(tmp_path):
 
 
 def test_publish_splits_requests_and_checks_the_request_limit_up_front(served, tmp_path):
+    """(Each ~1 MB request is tens of thousands of messages for the emulator in this worker to take: on a busy
+    machine that can outlast the profile's 5 s, so this profile waits a minute; its deadline is not what is tried.)"""
     env = clean_env(tmp_path / "state")
+    doc = yaml.safe_load(Path(served).read_text())
+    doc["profiles"][doc["default"]]["deadline_s"] = 60
+    Path(served).write_text(yaml.safe_dump(doc))
     many = b"".join(b"%06d\n" % i for i in range(200_000))  # `seq`: 1.2 MB of short values, 4.6 MB as JSON
     r = run(["--config", served, "publish", "-o", "json"], env, input=many)
     assert r.returncode == 0 and len(json.loads(r.stdout)) == 200_000, r.stderr[-300:]

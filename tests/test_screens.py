@@ -535,17 +535,26 @@ def test_a_watch_at_80_columns_folds_its_reasons_and_keeps_the_newest_events(ter
 
 def _joins_then(sdk, sid: str, names: tuple[str, ...], until: bytes):
     """A ctrl_c_when for on_pty: once the watch has drawn its first screen, the instances `names` join group
-    `billing` (1.5 s timeouts: they go silent and run out); Ctrl-C once the screen drawn since shows `until`."""
-    joined: list[int] = []
+    `billing` (1.5 s timeouts) and are kept alive (joined again every 0.5 s) until a screen shows one of them: a
+    busy machine's watch may take longer than 1.5 s to refresh, and one that never saw them could not tell they
+    ran out (a row of its members table starts with the name). Then they go silent and run out; Ctrl-C once the
+    screen drawn since shows `until`."""
+    joined: list[int] = []  # where in the bytes they joined, then where a screen first showed them
+    last = [0.0]
 
     def now(raw: bytes) -> bool:
         if not joined:
             if b"refreshed" not in raw:
                 return False
-            for name in names:
-                sdk.group_cursor(sid, "billing", name, timeout_in_ms=1500)
             joined.append(len(raw))
+        if len(joined) == 1:
+            if any(re.search(rb"\n" + re.escape(name.encode()) + rb" ", raw[joined[0] :]) for name in names):
+                joined.append(len(raw))
+            elif time.monotonic() - last[0] >= 0.5:
+                for name in names:
+                    sdk.group_cursor(sid, "billing", name, timeout_in_ms=1500)
+                last[0] = time.monotonic()
             return False
-        return until in raw[joined[0] :]
+        return until in raw[joined[1] :]
 
     return now

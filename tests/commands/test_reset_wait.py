@@ -1,7 +1,12 @@
 """`reset … --execute --wait` through the installed console script: right after Ctrl-C of the only tail, the reset
 waits for its reservations to run out, then executes (one line off a terminal saying what it waits for); without
 --wait it is refused, and the refusal offers --wait; with a tail still running, it is refused even with --wait
-(that tail renews its reservation while the reset waits)."""
+(that tail renews its reservation while the reset waits).
+
+"Right after" is held, not raced: the emulator runs in test mode, and once the tail has joined the test stops its
+clock (`hold()`), so the stopped tail's reservation stays TIMEOUT_MS ahead of the service's "now" however long the
+machine takes to start the next command; each command's own "now" is the service's shifted by real time from its
+start (ops/testclock.py), so it sees the reservation run out TIMEOUT_MS into its own run, as it would in service."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import time
 
 import pytest
 
-from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.core.clock import ManualClock, SystemClock
 from tests.helpers import cli as proc
 from tests.helpers.service import Sdk, start_server, write_config
 
@@ -22,7 +27,9 @@ TIMEOUT_MS = 4000
 
 @pytest.fixture
 def group(api_key, tmp_path):
-    server = start_server(api_key, SystemClock())
+    service = ManualClock(SystemClock().time_ms())
+    service.run(True)  # real time passes on it until the test holds it
+    server = start_server(api_key, service, real_clock=SystemClock(), test_mode=True)
     sdk = Sdk(server, api_key)
     sid = sdk.stream(partitions=2, name="orders")
     sdk.put(sid, [(f"k{i}", f"v{i}") for i in range(20)])
@@ -47,6 +54,7 @@ def group(api_key, tmp_path):
         return subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
 
     reset.on_terminal = on_terminal  # type: ignore[attr-defined]
+    reset.hold = lambda: service.run(False)  # type: ignore[attr-defined]
     yield tail, reset
     for running in started:
         if running.poll() is None:
@@ -58,6 +66,7 @@ def group(api_key, tmp_path):
 def test_a_reset_right_after_the_last_tail_stopped_waits_for_its_reservations_then_executes(group):
     tail, reset = group
     running = tail()
+    reset.hold()
     running.send_signal(signal.SIGINT)
     assert running.wait(timeout=30) == 130
     refused = reset()
@@ -84,6 +93,7 @@ def test_a_tail_still_running_refuses_the_reset_even_with_wait(group):
 def test_on_a_terminal_the_wait_counts_down_then_the_line_is_gone(group):
     tail, reset = group
     running = tail()
+    reset.hold()
     running.send_signal(signal.SIGINT)
     assert running.wait(timeout=30) == 130
     screen = reset.on_terminal("--wait")

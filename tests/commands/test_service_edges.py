@@ -107,23 +107,38 @@ def test_a_commit_refused_because_the_partition_moved_is_a_rebalance_for_tail(re
     args = ["--config", config, "tail", "--instance", "a", "--no-commit-on-get", "--batch-limit", "3"]
     env = {**env, "OCIGROUP_GROUP_MAX_PROCESSING_S": "1"}
     a = subprocess.Popen([proc.exe(), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    said = b""
     try:
-        time.sleep(4.5)  # its reader takes nothing: the pipe fills, heartbeats stop after 1 s, 2 s later it lapses
+        # its reader takes nothing: the pipe fills, heartbeats stop after 1 s, 2 s later its reservation lapses.
+        # Waited for as the service shows it (the group made by a's join, then no one holding the partition), not
+        # slept for: a busy machine may take seconds to start the tail.
+        _until(
+            lambda: not sdk.group_missing(sid, "g") and sdk.group(sid, "g")[0].reserved_instance is None,
+            "a's reservation of partition 0 to lapse",
+        )
         b = sdk.group_cursor(sid, "g", "b", timeout_in_ms=1000)
         got, b = sdk.get(sid, b)
         time.sleep(0.3)
         sdk.get(sid, b)  # commits what b read
         assert [base64.b64decode(m.value)[:3] for m in got] == [f"m{i}-".encode() for i in range(6)]
         out = a.stdout.read(3 * 40_003)  # the reader comes back for the batch it was given
-        time.sleep(3)
+        while b"moved to another instance" not in said and (line := a.stderr.readline()):
+            said += line  # until tail tried its commit and said what became of it
     finally:
         a.send_signal(signal.SIGINT)
         _, err = a.communicate(timeout=30)
-    err_text = err.decode()
+    err_text = (said + err).decode()
     assert a.returncode == 130, err_text
     assert "moved to another instance before its last batch was committed" in err_text
     assert "Traceback" not in err_text and "error:" not in err_text
     assert out.startswith(b"m0-")  # it wrote its batch; b read it again: at least once, nothing lost
+
+
+def _until(check, what: str, limit_s: float = 60) -> None:
+    end = time.monotonic() + limit_s
+    while not check():
+        assert time.monotonic() < end, f"waited {limit_s:.0f} s for {what}"
+        time.sleep(0.2)
 
 
 def test_offsets_never_committed_reported_as_minus_one_mean_nothing_committed(real):
