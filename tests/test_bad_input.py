@@ -590,7 +590,9 @@ SUBPROCESS_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("args", "stdin", "needles"), SUBPROCESS_CASES)
+# ids of their own: pytest 9.1 would make the 1 MiB stdin part of the id, and of PYTEST_CURRENT_TEST, which the
+# command then inherits, past what one environment string may be (execve: E2BIG)
+@pytest.mark.parametrize(("args", "stdin", "needles"), SUBPROCESS_CASES, ids=[" ".join(c[0]) for c in SUBPROCESS_CASES])
 def test_no_traceback_escapes_the_process(args, stdin, needles, tmp_path):
     (tmp_path / "bad.yaml").write_text("profiles:\n  p:\n    region: [\n")
     (tmp_path / "nokey.yaml").write_text(prof(GOOD_AUTH.replace("<ws>/key.pem", f"{tmp_path}/missing.pem")))
