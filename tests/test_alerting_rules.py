@@ -1,7 +1,7 @@
 """docs/alerting.md's Prometheus rules file, as written: the metric names it uses are ones the exposition has,
 `promtool check rules` accepts it, and `promtool test rules` shows each alert firing on the series it watches (the
 exporter-down ones included: a watch that died, or answers 503, is itself an alert). promtool runs where it is
-installed (Debian's `prometheus` package); the name checks always run."""
+installed, or `make test` unpacked from Debian's `prometheus` package; the name checks always run."""
 
 from __future__ import annotations
 
