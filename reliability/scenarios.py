@@ -9,6 +9,7 @@ written, or a deadline); SIGTERM to every instance; a final GetGroup.
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ocigroup_cli.core.timefmt import parse_rfc3339_ms
+from ocigroup_cli.errors import OcigroupError
 from reliability import REAL
 from reliability.harness import GROUP, Run, Setting, close_run, drain_and_stop, open_run
 from reliability.history import Exit, History, Sample
@@ -46,18 +48,40 @@ def kill_instance(run: Run, slot: int, proc: TailProcess) -> None:
     run.restarts.append((run.now() + run.rng.uniform(*RESTART_S), slot, name))
 
 
-def pauses(shortest: Callable[[Setting], float], longest: Callable[[Setting], float]) -> Callable[[Run], None]:
+RESUME_S = 1.0  # a short pause ends this long before the victim's first reservation would run out
+
+
+def pauses(
+    shortest: Callable[[Setting], float], longest: Callable[[Setting], float], before_lapse: bool = False
+) -> Callable[[Run], None]:
+    """SIGSTOP a random instance for a random length, then SIGCONT. `before_lapse`: the pause also ends RESUME_S
+    before the first of the victim's reservations runs out, as GetGroup shows it: on a busy machine its last
+    heartbeat may be older than one interval, and the resumed process needs a moment to be scheduled and send the
+    next one; a pause that lets the reservation lapse is not a short one."""
+
     def script(run: Run) -> None:
         for _, proc in run.victims():
             length = run.rng.uniform(shortest(run.setting), longest(run.setting))
             t, before = run.now(), run.last_seen()
             proc.pause()
             shown = run.shown()
+            if before_lapse:
+                length = min(length, run.now() - t + _until_lapse(run, proc.name) - RESUME_S)
             run.sleep(length - (run.now() - t))
             proc.resume()
             run.fault("pause", t, run.now(), proc, shown, before)
 
     return script
+
+
+def _until_lapse(run: Run, instance: str) -> float:
+    """Seconds until the first reservation `instance` holds runs out, as GetGroup shows it now (inf: none)."""
+    try:
+        reservations = run.client.get_group(run.stream, GROUP)
+    except OcigroupError:
+        return math.inf
+    ends = [r.reserved_until_ms for r in reservations if r.instance == instance and r.reserved_until_ms is not None]
+    return (min(ends) - REAL.time_ms()) / 1000 if ends else math.inf
 
 
 def emulator_kills(run: Run) -> None:
@@ -72,11 +96,13 @@ def emulator_kills(run: Run) -> None:
 
 
 def resets(run: Run) -> None:
-    """`ocigroup reset --by-duration 3s --execute --yes --force` while the instances consume."""
+    """`ocigroup reset --by-duration 3s --execute --yes --force` while the instances consume; further back than 3 s
+    when they lag (a busy machine), so that the reset replays what they processed, as it would in time."""
     for i in range(run.setting.faults):
         run.sleep(run.rng.uniform(*run.setting.spacing))
         t = run.now()
-        command = [sys.executable, "-m", "ocigroup_cli", "-o", "json", "reset", "--by-duration", "3s"]
+        back = f"{max(3, math.ceil(_behind(run) + REPLAYED_S))}s"
+        command = [sys.executable, "-m", "ocigroup_cli", "-o", "json", "reset", "--by-duration", back]
         done = subprocess.run([*command, "--execute", "--yes", "--force"], env=run.env, capture_output=True, timeout=60)
         (run.work / f"reset-{i}.err").write_bytes(done.stderr)
         traceback = b"Traceback" in done.stderr
@@ -92,6 +118,17 @@ def resets(run: Run) -> None:
             applied = min(run.now(), max(t, run.now() - executed_ago))
             run.recorder.record(Sample(applied, [], [after.get(p) for p in range(run.stream.partitions)], "reset"))
         run.fault("reset", t, run.now())
+
+
+REPLAYED_S = 2.0  # a reset goes at least this far behind the newest message processed (by its publish time)
+
+
+def _behind(run: Run) -> float:
+    """Seconds since the newest message the instances processed was published (0 before any)."""
+    with run.recorder.lock:
+        processed = run.recorder.delivered_values
+        newest = max((a.t for a in run.recorder.history.acked if a.value in processed), default=run.now())
+    return run.now() - newest
 
 
 def _set_by_reset(result: dict[str, Any]) -> int | None:
@@ -132,7 +169,9 @@ def _pause_short(s: Setting) -> float:
 SCENARIOS: dict[str, Scenario] = {
     "kill": Scenario(kills, "SIGKILL random instances, restart them"),
     "pause-short": Scenario(
-        pauses(lambda s: 1.0, _pause_short), "SIGSTOP shorter than the timeout", fault_s=lambda s: 2.2
+        pauses(lambda s: 1.0, _pause_short, before_lapse=True),
+        "SIGSTOP shorter than the timeout",
+        fault_s=lambda s: 2.2,
     ),
     "pause-long": Scenario(
         pauses(lambda s: s.timeout_ms / 1000 + 1.0, lambda s: s.timeout_ms / 1000 + 2.0),
