@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from tests.helpers.worker import GROUP, RECORD, world
+from tests.helpers.worker import GROUP, RECORD, sleep_marker, world
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -305,7 +305,7 @@ def test_what_a_finished_command_left_running_in_the_background_is_ended(api_key
 
     with world(api_key, tmp_path, partitions=1) as w:
         w.publish(["a", "b"])
-        marker = "3600.0431"
+        marker = sleep_marker(3600)
         r = w.run("--exec", f"sleep {marker} & exit 0", "-e")
         assert r.returncode == 0, r.stderr.decode()
         assert wait_for(lambda: not marked_processes(marker), 5), marked_processes(marker)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.helpers import cli as proc
-from tests.helpers.worker import GROUP, RECORD, marked_processes, wait_for, world
+from tests.helpers.worker import GROUP, RECORD, marked_processes, sleep_marker, wait_for, world
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -49,7 +49,7 @@ def test_sigterm_lets_the_running_command_finish_commits_it_and_exits_130(api_ke
 def test_a_second_signal_ends_the_running_commands_at_once(api_key, tmp_path):
     with world(api_key, tmp_path, partitions=1) as w:
         w.publish(["a"])
-        marker = "3600.0417"
+        marker = sleep_marker(3600)
         tail = w.start("--exec", _started(w) + f"sleep {marker}; {RECORD}")
         assert wait_for(lambda: _starts(w), 20), w.err()
         tail.send_signal(signal.SIGTERM)
@@ -66,7 +66,7 @@ def test_a_second_signal_ends_the_running_commands_at_once(api_key, tmp_path):
 def test_when_the_grace_runs_out_the_commands_whole_process_group_is_ended(api_key, tmp_path):
     with world(api_key, tmp_path, partitions=1) as w:
         w.publish(["a"])
-        marker = "3600.0419"
+        marker = sleep_marker(3600)
         tail = w.start("--exec", _started(w) + f"sleep {marker} & sleep {marker}; wait", "--grace", "1s")
         assert wait_for(lambda: _starts(w) and len(marked_processes(marker)) >= 2, 20), w.err()
         t = time.monotonic()
@@ -142,7 +142,7 @@ def test_a_command_left_running_by_a_killed_tail_still_reads_its_whole_value(api
 def test_a_hung_command_past_exec_timeout_is_ended_with_everything_it_started(api_key, tmp_path):
     with world(api_key, tmp_path, partitions=1) as w:
         w.publish(["ok1", "hang", "ok2"])
-        marker = "3600.0421"
+        marker = sleep_marker(3600)
         command = f'v=$(cat); if [ "$v" = hang ]; then sleep {marker} & sleep {marker}; fi; echo "$v" >> "$LOG.v"'
         r = w.run("--exec", command, "--exec-timeout", "1s", "--retries", "1", "--on-failure", "skip", "-e")
         text = r.stderr.decode()

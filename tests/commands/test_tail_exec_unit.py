@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import cli as proc
-from tests.helpers.worker import RECORD, marked_processes, wait_for, world
+from tests.helpers.worker import RECORD, marked_processes, sleep_marker, wait_for, world
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "groups.md"
 pytestmark = pytest.mark.timeout(120)
@@ -64,7 +64,7 @@ def test_the_unit_stops_cleanly_as_kill_mode_mixed_stops_it(api_key, tmp_path):
     assert stop_after > grace + 5  # the grace, and the 5 s from SIGTERM to SIGKILL of a command's group
     with world(api_key, tmp_path, partitions=1) as w:
         w.publish(["a", "b", "c"])
-        marker = "7.0423"
+        marker = sleep_marker(7)
         handler = tmp_path / "handle-order.sh"
         handler.write_text(f'#!/bin/sh\ntouch "{tmp_path}/started-$OCIGROUP_OFFSET"\nsleep {marker}\n{RECORD}\n')
         env = {**w.env, "OCIGROUP_CONFIG": w.config}

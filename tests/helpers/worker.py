@@ -5,6 +5,7 @@ every offset the service shows committed was processed, and (after a restart) ev
 from __future__ import annotations
 
 import contextlib
+import secrets
 import subprocess
 import time
 from collections.abc import Iterator
@@ -117,6 +118,12 @@ def wait_for(predicate, seconds: float, step: float = 0.25) -> bool:
             return True
         time.sleep(step)
     return False
+
+
+def sleep_marker(seconds: int) -> str:
+    """A `sleep` argument of `seconds` and a few millionths that no other process carries: a suite running beside
+    this one runs the same tests, and a fixed marker found its `sleep` as this one's leftover."""
+    return f"{seconds}.{secrets.randbelow(10**6):06d}"
 
 
 def marked_processes(marker: str) -> list[str]:
