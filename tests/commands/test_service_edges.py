@@ -17,6 +17,7 @@ from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.emulator.shared.options import Options
 from tests.helpers import cli as proc
 from tests.helpers.service import Sdk, start_server, write_config
+from tests.helpers.worker import wait_for
 
 
 @pytest.fixture
@@ -112,10 +113,10 @@ def test_a_commit_refused_because_the_partition_moved_is_a_rebalance_for_tail(re
         # its reader takes nothing: the pipe fills, heartbeats stop after 1 s, 2 s later its reservation lapses.
         # Waited for as the service shows it (the group made by a's join, then no one holding the partition), not
         # slept for: a busy machine may take seconds to start the tail.
-        _until(
-            lambda: not sdk.group_missing(sid, "g") and sdk.group(sid, "g")[0].reserved_instance is None,
-            "a's reservation of partition 0 to lapse",
+        lapsed = wait_for(
+            lambda: not sdk.group_missing(sid, "g") and sdk.group(sid, "g")[0].reserved_instance is None, 60
         )
+        assert lapsed, "waited 60 s for a's reservation of partition 0 to lapse"
         b = sdk.group_cursor(sid, "g", "b", timeout_in_ms=1000)
         got, b = sdk.get(sid, b)
         time.sleep(0.3)
@@ -132,13 +133,6 @@ def test_a_commit_refused_because_the_partition_moved_is_a_rebalance_for_tail(re
     assert "moved to another instance before its last batch was committed" in err_text
     assert "Traceback" not in err_text and "error:" not in err_text
     assert out.startswith(b"m0-")  # it wrote its batch; b read it again: at least once, nothing lost
-
-
-def _until(check, what: str, limit_s: float = 60) -> None:
-    end = time.monotonic() + limit_s
-    while not check():
-        assert time.monotonic() < end, f"waited {limit_s:.0f} s for {what}"
-        time.sleep(0.2)
 
 
 def test_offsets_never_committed_reported_as_minus_one_mean_nothing_committed(real):
