@@ -87,6 +87,12 @@ class Run:
             self.slots.append(proc)
         return proc
 
+    def skipped(self, why: str) -> None:
+        """A fault the script could not apply, and why, in work/skipped.txt (the scenario test shows it when the
+        count of faults falls short)."""
+        with (self.work / SKIPPED).open("a") as f:
+            f.write(f"{self.now():.2f} s: {why}\n")
+
     def new_name(self, slot: int) -> str:
         k = self._renames[slot] = self._renames.get(slot, 0) + 1
         return f"w{slot}-{k}"
@@ -125,7 +131,9 @@ class Run:
         for _ in range(self.setting.faults):
             self.sleep(self.rng.uniform(*self.setting.spacing))
             slot = self.victim()
-            if slot is not None:
+            if slot is None:
+                self.skipped("no instance running to fault")
+            else:
                 yield slot, self.slots[slot]
 
     def shown(self, source: str = "fault") -> Sample | None:
@@ -227,6 +235,7 @@ def open_run(name: str, s: Setting, work: Path, seed: int, emulator_args: tuple[
     return Run(name, s, work, random.Random(seed), recorder, emulator, client, stream, env, clock.monotonic())
 
 
+SKIPPED = "skipped.txt"
 STARTED_S = 3.0  # ample for `ocigroup tail` to start and handle SIGTERM, on a slow machine too
 
 

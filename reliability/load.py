@@ -34,6 +34,10 @@ class Publisher(threading.Thread):
     It publishes in bursts (`burst_s` worth of messages at once, in puts of `batch`), so the instances work
     through full batches back to back for a while after each burst: faults then land between a fetch and
     its commit, not only on idle instances.
+
+    The last `held` messages wait for the fault script, in `asks` bursts: one each time it asks for work (`more`, when
+    a fault needs a running command and a busy machine let the paced messages run out first), the rest once it is
+    done (`release`). So a fault that needs work always has some, however late the script runs.
     """
 
     def __init__(
@@ -48,22 +52,44 @@ class Publisher(threading.Thread):
         rng: random.Random,
         burst_s: float = 1.0,
         batch: int = 200,
+        held: int = 0,
+        asks: int = 1,
     ) -> None:
         super().__init__(name="publisher", daemon=True)
         self.client, self.stream, self.recorder, self.now = client, stream, recorder, now
         self.run_id, self.total, self.rate, self.rng = run_id, total, rate, rng
         self.burst, self.batch = max(1, round(rate * burst_s)), batch
         self.stopping = threading.Event()
+        self.held_from, self.held_burst = total - held, max(1, -(-held // asks))
+        self.asked = threading.Semaphore(0)
+        self.released = threading.Event()
+        self.waiting = False  # paced messages all out, held ones waiting to be asked for
+
+    def more(self) -> None:
+        self.asked.release()
+
+    def release(self) -> None:
+        self.released.set()
 
     def run(self) -> None:
         start = self.now()
         seq = 0
         while seq < self.total and not self.stopping.is_set():
-            burst_end = min(self.total, seq + self.burst)
+            if seq >= self.held_from:
+                self._until_asked()
+                burst_end = min(self.total, seq + self.held_burst)
+            else:
+                burst_end = min(self.held_from, seq + self.burst)
             while seq < burst_end:
                 self._put([f"{self.run_id}:{i}" for i in range(seq, min(burst_end, seq + self.batch))])
                 seq = min(burst_end, seq + self.batch)
             REAL.sleep(start + seq / self.rate - self.now())
+
+    def _until_asked(self) -> None:
+        self.waiting = True
+        while not (self.released.is_set() or self.stopping.is_set() or self.asked.acquire(timeout=0.05)):
+            pass
+        self.waiting = False
 
     def _put(self, values: list[str]) -> None:
         entries: list[tuple[bytes | None, bytes]] = [

@@ -226,12 +226,15 @@ def execute(name: str, s: Setting, work: Path, seed: int) -> History:
             run.start(i, f"w{i}", SLOW_BPS if scenario.slow_first and i == 0 else None)
         rate = s.messages / max(3.0, s.faults * (sum(s.spacing) / 2 + scenario.fault_s(s)))
         run.observer = Observer(run.client.clone(), run.stream, GROUP, run.recorder, run.now)
+        commands = (s.faults + 1) // 2 if s.exec_concurrency else 0  # reliability/worker.py: half kill a command
         run.publisher = Publisher(
-            run.client.clone(), run.stream, run.recorder, run.now, f"{seed:x}", s.messages, rate, random.Random(~seed)
-        )
+            run.client.clone(), run.stream, run.recorder, run.now, f"{seed:x}", s.messages, rate, random.Random(~seed),
+            held=min(s.messages // 4, commands * round(rate)), asks=max(1, commands),
+        )  # fmt: skip
         run.observer.start()
         run.publisher.start()
         scenario.script(run)
+        run.publisher.release()
         run.publisher.join()
         drain_and_stop(run)
     finally:

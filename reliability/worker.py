@@ -111,7 +111,8 @@ def kill_a_command(run: Run) -> bool:
     """SIGKILL a random running command of a random live instance, recorded as a `command-kill` fault; False when
     none was found while there was work for one. It looks for as long as there is (messages still to publish, or
     acknowledged ones not yet processed), not for a fixed time: on a busy machine the commands start late and end
-    fast, and a look of a few seconds could miss them all (bounded by the setting's drain time)."""
+    fast, and a look of a few seconds could miss them all (bounded by the setting's drain time). When the paced
+    messages are all processed, it asks the publisher for one burst of those it holds back for this."""
     until = run.now() + run.setting.drain_s
     while run.now() < until:
         procs = table()
@@ -125,13 +126,25 @@ def kill_a_command(run: Run) -> bool:
                     _record(run, proc, killed)
                     return True
         if not _work_left(run):
+            run.skipped("no command running to kill, and no work left for one")
             return False
         run.sleep(SCAN_S)
+    run.skipped(f"no command found running in {run.setting.drain_s:.0f} s of looking")
     return False
 
 
 def _work_left(run: Run) -> bool:
-    return (run.publisher is not None and run.publisher.is_alive()) or run.recorder.unconsumed() > 0
+    """Whether a command may still come: unprocessed messages, a publisher still pacing, or held ones it is asked
+    for now."""
+    if run.recorder.unconsumed() > 0:
+        return True
+    publisher = run.publisher
+    if publisher is None or not publisher.is_alive():
+        return False
+    if publisher.waiting:
+        publisher.more()
+        run.sleep(0.2)  # its burst is being acknowledged: unconsumed counts it once recorded
+    return True
 
 
 def _record(run: Run, proc: TailProcess, k: Killed) -> None:
@@ -153,7 +166,9 @@ def faults(kill_instance: Callable[[Run, int, TailProcess], None]) -> Callable[[
                 kill_a_command(run)
                 continue
             slot = run.victim()
-            if slot is not None:
+            if slot is None:
+                run.skipped("no instance running to kill")
+            else:
                 kill_instance(run, slot, run.slots[slot])
         run.settle_restarts()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reliability.checker import Report, check
+from reliability.harness import SKIPPED
 from reliability.run import describe
 from reliability.scenarios import SCALES, SCENARIOS, execute
 
@@ -55,7 +56,8 @@ def test_scenario_meets_every_bar(name, tmp_path):
     seed = int(SEED) if SEED is not None else zlib.crc32(name.encode())
     setting = SCALES[SCALE][name]
     report = check(execute(name, setting, tmp_path, seed))
-    assert len(report.faults) == setting.faults
+    skipped = tmp_path / SKIPPED
+    assert len(report.faults) == setting.faults, skipped.read_text() if skipped.exists() else "none said skipped"
     assert report.acknowledged + report.indeterminate == setting.messages
     assert report.acknowledged > 0 and report.anomalies["lost"].count == 0
     if name in EXERCISED:
