@@ -277,12 +277,15 @@ def test_a_group_that_vanished(world, monkeypatch):
     assert sorted(tail.stdout.decode().split()) == ["m0", "m1"]
 
 
-def test_an_export_for_audit(world):
+def test_an_export_for_audit(world, spark_engine, tmp_path):
     """Yesterday on a 48 h stream, exported whole (as the README's command and the daily cron line); the last
     hour on a 24 h stream (the hourly cron line). The cron lines ask `date` for the hour and the day, so a run that
     crosses the top of an hour (or midnight) exports the next one: where that next one has already begun, it holds
-    the same messages, and the test reads whichever export the line made."""
+    the same messages, and the test reads whichever export the line made. The exports run on the worker's warm
+    engine (export.master local[2]), as a user's run on theirs."""
     w, clock = world
+    warm = proc.warm_env(tmp_path / "state", spark_engine, OCIGROUP_EXPORT_MASTER="local[2]")
+    w.env = {**w.env, **{k: warm[k] for k in ("OCIGROUP_STATE_DIR", "OCIGROUP_EXPORT_MASTER")}}
     now = clock.time_ms()
     yesterday = ms_to_rfc3339(now - 24 * HOUR)[:10]
     hour = ms_to_rfc3339(now - HOUR)[:13]
@@ -300,20 +303,18 @@ def test_an_export_for_audit(world):
     clock.set_ms(now)
     clock.run(True)
     lines = recipes()["An export for audit"]
-    try:
-        w.fill = {"2024-05-01": yesterday}
-        day48 = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, w.fill)
-        export, _ = play(day48, lines[:2], [0, 0])
-        assert json.loads(export.stdout)["rows"] == 80
-        assert json.loads(export.stdout)["destination"]["retention"]["rule"] == "audit-evidence"
-        w.fill = {}
-        play(w, lines[2:3], [0])  # the hourly line, on the 24 h stream
-        assert _only_manifest(w, "orders/hourly/", {hour, ms_to_rfc3339(last_hour + HOUR)[:13]})["rows"] == 80
-        daily = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, {})
-        play(daily, lines[3:], [0])
-        assert _only_manifest(w, "orders/daily/", {yesterday, ms_to_rfc3339(day + 24 * HOUR)[:10]})["rows"] == 80
-    finally:
-        subprocess.run([str(proc.EXE), "export", "engine", "stop"], env=w.env, capture_output=True, timeout=60)
+    w.fill = {"2024-05-01": yesterday}
+    day48 = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, w.fill)
+    export, _ = play(day48, lines[:2], [0, 0])
+    assert json.loads(export.stdout)["rows"] == 80
+    assert json.loads(export.stdout)["destination"]["retention"]["rule"] == "audit-evidence"
+    assert "started a warm Spark engine" not in export.stderr.decode()  # the worker's, linked in
+    w.fill = {}
+    play(w, lines[2:3], [0])  # the hourly line, on the 24 h stream
+    assert _only_manifest(w, "orders/hourly/", {hour, ms_to_rfc3339(last_hour + HOUR)[:13]})["rows"] == 80
+    daily = World(w.sdk, days, {**w.env, "OCIGROUP_STREAM_NAME": "orders48"}, w.work, {})
+    play(daily, lines[3:], [0])
+    assert _only_manifest(w, "orders/daily/", {yesterday, ms_to_rfc3339(day + 24 * HOUR)[:10]})["rows"] == 80
 
 
 def test_the_audit_recipe_runs_as_written_on_the_local_profile(tmp_path, spark_engine):

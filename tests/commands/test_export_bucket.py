@@ -30,7 +30,8 @@ COMPARTMENT = "ocid1.compartment.oc1..test"
 
 class Bucketed:
     """A stream with a backlog, buckets `audit` (no retention rule) and `vault` (a 30-day rule), a profile, and
-    the `--master` of the shared engine."""
+    the `--master` of the worker's engine: handed to it as the warm engine (proc.warm_env), or with `sc` through a
+    Spark Connect client (the route of an export to a cluster; the formats' first case and the kill -9 case)."""
 
     def __init__(self, sdk: Sdk, config: str, env: dict[str, str], sid: str, master: str, key, tmp: Path) -> None:
         self.sdk, self.config, self.env, self.sid, self.master, self.tmp = sdk, config, env, sid, master, tmp
@@ -79,7 +80,7 @@ def finish(running: subprocess.Popen[bytes], timeout: float = 180) -> tuple[int,
 def bucketed(api_key, tmp_path, spark_engine):
     servers = []
 
-    def start(faults: FaultPlan | None = None, messages: int = 600, iam: str | None = None) -> Bucketed:
+    def start(faults: FaultPlan | None = None, messages: int = 600, iam: str | None = None, sc: bool = False):
         server = start_server(api_key, SystemClock(), faults=faults, iam=iam)
         servers.append(server)
         sdk = Sdk(server, api_key)
@@ -87,8 +88,14 @@ def bucketed(api_key, tmp_path, spark_engine):
         for i in range(0, messages, 200):
             sdk.put(sid, [(f"k{j % 7}" if j % 3 else None, os.urandom(200)) for j in range(i, i + 200)])
         config = write_config(tmp_path, api_key, sdk.url)
-        master = f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}"
-        made = Bucketed(sdk, config, proc.clean_env(tmp_path / "state"), sid, master, api_key, tmp_path)
+        if sc:  # the job on the engine's server through a Spark Connect client, as on a cluster
+            env, master = (
+                proc.clean_env(tmp_path / "state"),
+                f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}",
+            )
+        else:
+            env, master = proc.warm_env(tmp_path / "state", spark_engine), "local[2]"
+        made = Bucketed(sdk, config, env, sid, master, api_key, tmp_path)
         made.bucket("audit")
         made.bucket("vault", retention_days=30)
         return made
@@ -100,7 +107,7 @@ def bucketed(api_key, tmp_path, spark_engine):
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
 def test_a_bucket_export_holds_what_a_local_export_holds_in_every_format(bucketed, tmp_path, fmt):
-    b = bucketed()
+    b = bucketed(sc=fmt == "parquet")
     code, out, err = b.export(str(tmp_path / "local"), "--format", fmt, "--to-offset", "300")
     assert code == 0, err
     local = json.loads(out)
@@ -171,7 +178,7 @@ def _wait_for_objects(b: Bucketed, bucket: str, prefix: str, timeout: float = 90
 
 @pytest.mark.parametrize("how", ["kill-9", "ctrl-c"])
 def test_an_interrupted_export_leaves_no_manifest_and_the_next_one_succeeds(bucketed, how):
-    b = bucketed(faults=FaultPlan(latency_ms=150), messages=2000)
+    b = bucketed(faults=FaultPlan(latency_ms=150), messages=2000, sc=how == "kill-9")
     uri = f"oci://audit@{b.ns}/interrupted"
     running = b.run("--out", uri, "--partition", "0-3", "--from-offset", "0", "--to-offset", "3000", "--split", "8")
     _wait_for_objects(b, "audit", "interrupted")
@@ -184,7 +191,8 @@ def test_an_interrupted_export_leaves_no_manifest_and_the_next_one_succeeds(buck
         assert code == 130 and out == "" and len(err.strip().splitlines()) == 1, err
     time.sleep(2)  # what the engine's tasks still had in hand
     assert "manifest.json" not in b.objects("audit", "interrupted")
-    # a killed sc:// export's job runs on (docs/export.md "Export on a cluster"): its reads still spend the
+    # a killed sc:// export's job runs on (docs/export.md "Export on a cluster"; a warm export's is interrupted
+    # as its connection to the engine's door closes): its reads still spend the
     # stream's CreateCursor budget, so the next export waits out 429s as a user's would, within the default
     # 30 s deadline (the test profile's 5 s gave up in a clean-clone run)
     b.env = {**b.env, "OCIGROUP_DEADLINE_S": "30"}
