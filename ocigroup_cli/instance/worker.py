@@ -123,8 +123,8 @@ class Worker(Member):
 
     def _may_read(self) -> bool:
         lanes, o = self.lanes, self.opts
-        if not self.reading or self.clock.monotonic() < self.next_read or self._stalled():
-            return False
+        if not self.reading or self.clock.monotonic() < self.next_read or self._stalled() or self._gave_up:
+            return False  # given up: the loop joins again first, once the long piece ended (a read would rejoin)
         if len(lanes.batches) >= MAX_PENDING or lanes.queued_bytes >= MAX_QUEUED_BYTES:
             return False
         wanted = self._read_size() * self.crew.opts.concurrency  # a read's worth for every worker

@@ -182,11 +182,14 @@ def _free(w) -> bool:
 def test_past_max_processing_s_the_partitions_are_given_up_without_committing(api_key, tmp_path):
     with world(api_key, tmp_path, partitions=1, timeout_ms=2000, group__max_processing_s=1.5) as w:
         w.publish(["stuck", "next"])
-        tail = w.start("--exec", _started(w) + f"sleep 6; {RECORD}", "--instance", "solo")
+        gate = w.work / "gate"  # the stuck command runs until the test opens it: however slow the host, the checks
+        stuck = f'while [ ! -e "{gate}" ]; do sleep 0.05; done; '  # below see it still running
+        tail = w.start("--exec", _started(w) + stuck + RECORD, "--instance", "solo")
         assert wait_for(lambda: "a command has run for over 2s: no more heartbeats" in w.err(), 20), w.err()
         # its reservation runs out: the partition is free for another instance
-        assert wait_for(lambda: _free(w), 10)
+        assert wait_for(lambda: _free(w), 20)
         assert all(c is None for c in w.committed().values())  # nothing committed while given up
+        gate.touch()
         assert wait_for(lambda: "the long-running command ended: joining the group again" in w.err(), 20), w.err()
         assert wait_for(lambda: w.committed()[0] is not None, 20), w.err()
         tail.send_signal(signal.SIGTERM)
