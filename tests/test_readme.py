@@ -277,15 +277,15 @@ def test_a_group_that_vanished(world, monkeypatch):
     assert sorted(tail.stdout.decode().split()) == ["m0", "m1"]
 
 
-def test_an_export_for_audit(world, spark_engine, tmp_path):
+def test_an_export_for_audit(world, spark_engine):
     """Yesterday on a 48 h stream, exported whole (as the README's command and the daily cron line); the last
     hour on a 24 h stream (the hourly cron line). The cron lines ask `date` for the hour and the day, so a run that
     crosses the top of an hour (or midnight) exports the next one: where that next one has already begun, it holds
     the same messages, and the test reads whichever export the line made. The exports run on the worker's warm
     engine (export.master local[2]), as a user's run on theirs."""
     w, clock = world
-    warm = proc.warm_env(tmp_path / "state", spark_engine, OCIGROUP_EXPORT_MASTER="local[2]")
-    w.env = {**w.env, **{k: warm[k] for k in ("OCIGROUP_STATE_DIR", "OCIGROUP_EXPORT_MASTER")}}
+    proc.link_engine(Path(w.env["OCIGROUP_STATE_DIR"]), spark_engine)
+    w.env = {**w.env, "OCIGROUP_EXPORT_MASTER": "local[2]"}
     now = clock.time_ms()
     yesterday = ms_to_rfc3339(now - 24 * HOUR)[:10]
     hour = ms_to_rfc3339(now - HOUR)[:13]
@@ -325,7 +325,7 @@ def test_the_audit_recipe_runs_as_written_on_the_local_profile(tmp_path, spark_e
     from ocigroup_cli.ops.target import LOCAL_RULE
 
     env = proc.clean_env(tmp_path / "state", OCIGROUP_PROFILE="local", OCIGROUP_LOCAL_PORT=str(free_port()),
-                         OCIGROUP_EXPORT_MASTER=f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}",
+                         OCIGROUP_EXPORT_MASTER=proc.sc_master(spark_engine),
                          PATH=f"{proc.EXE.parent}:{os.environ['PATH']}")  # fmt: skip
     work = tmp_path / "work"
     work.mkdir()

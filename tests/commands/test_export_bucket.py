@@ -89,10 +89,7 @@ def bucketed(api_key, tmp_path, spark_engine):
             sdk.put(sid, [(f"k{j % 7}" if j % 3 else None, os.urandom(200)) for j in range(i, i + 200)])
         config = write_config(tmp_path, api_key, sdk.url)
         if sc:  # the job on the engine's server through a Spark Connect client, as on a cluster
-            env, master = (
-                proc.clean_env(tmp_path / "state"),
-                f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}",
-            )
+            env, master = proc.clean_env(tmp_path / "state"), proc.sc_master(spark_engine)
         else:
             env, master = proc.warm_env(tmp_path / "state", spark_engine), "local[2]"
         made = Bucketed(sdk, config, env, sid, master, api_key, tmp_path)

@@ -114,7 +114,7 @@ def test_a_standalone_cluster_and_the_readme_recipe_give_the_local_digest(cluste
             "2",
         ]
 
-        engine = f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}"  # the local digest
+        engine = proc.sc_master(spark_engine)  # the local digest
         local = proc.run([*export, "--out", str(tmp_path / "local"), "--master", engine], env, timeout=300)
         on_cluster = proc.run([*export, "--out", str(tmp_path / "cluster"), "--master", cluster], env, timeout=300)
         assert local.returncode == 0, local.stderr.decode()
@@ -164,7 +164,7 @@ def test_a_standalone_cluster_exports_to_object_storage_without_a_shared_disk(cl
         config = write_config(tmp_path, api_key, sdk.url)
         env = proc.clean_env(tmp_path / "state", PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
         export = ["--config", config, "-o", "json", "export", "--partition", "0-3", "--from-offset", "0"]
-        engine = f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}"
+        engine = proc.sc_master(spark_engine)
         local = proc.run([*export, "--out", str(tmp_path / "local"), "--master", engine], env, timeout=300)
         stored = proc.run([*export, "--out", f"oci://audit@{ns}/cluster", "--master", cluster], env, timeout=300)
         assert local.returncode == 0 and stored.returncode == 0, (local.stderr + stored.stderr).decode()

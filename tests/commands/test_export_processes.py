@@ -61,17 +61,12 @@ def _finish(running: subprocess.Popen[bytes], timeout: float = 120) -> tuple[int
     return running.returncode, out.decode(), err.decode()
 
 
-def _remote(spark_engine) -> str:
-    """The shared engine's Spark Connect server as a `--master` (it asks for its token)."""
-    return f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}"
-
-
 def test_sc_master_attaches_to_a_spark_connect_server_shipping_the_package(serve, spark_engine, tmp_path):
     served = serve()
     served.sdk.put(served.sid, [(f"k{i}", f"value-{i}") for i in range(200)])
     code, out, err = _finish(
         served.export(
-            tmp_path / "remote", "--partition", "0-3", "--from-offset", "0", "--master", _remote(spark_engine)
+            tmp_path / "remote", "--partition", "0-3", "--from-offset", "0", "--master", proc.sc_master(spark_engine)
         )
     )
     assert code == 0, err
@@ -157,7 +152,7 @@ def _how(served: Served, spark_engine, how: str) -> list[str]:
     """`--master` for an export on the shared engine: attached with sc://, or as the warm engine of local[2]
     (the export then hands its job to the engine's door, and uses the engine's state directory)."""
     if how == "sc":
-        return ["--master", _remote(spark_engine)]
+        return ["--master", proc.sc_master(spark_engine)]
     served.env["OCIGROUP_STATE_DIR"] = str(Path(spark_engine.log).parent.parent)
     return ["--master", "local[2]"]
 
@@ -358,7 +353,9 @@ def test_a_terminal_sees_the_phase_and_rows_as_they_are_read_then_only_the_resul
 
     served = _slow_service(serve)
     args = ["--config", served.config, "export", "--out", str(tmp_path / "p"), "--partition", "0-7"]
-    screen = proc.on_pty([*args, "--from-offset", "0", "--master", _remote(spark_engine)], served.env, timeout=120)
+    screen = proc.on_pty(
+        [*args, "--from-offset", "0", "--master", proc.sc_master(spark_engine)], served.env, timeout=120
+    )
     assert screen.code == 0, screen.text
     drawn = screen.raw.decode(errors="replace")
     for phase in ("export: planning", "export: starting Spark", "export: reading"):
