@@ -26,11 +26,14 @@ $(TOOLS)/promtool:
 	then ln -sf deb/usr/bin/promtool $@ && rm -f $(TOOLS)/prometheus_*.deb; \
 	else echo "make: no promtool (apt-get download prometheus failed): the alerting rules are checked by name only" >&2; fi
 
+# With bytecode caches, as an installed package has them (pip compiles at install): some CI machines and sandboxes
+# set PYTHONDONTWRITEBYTECODE, and then each of the suite's ~650 `ocigroup` processes compiled the package again
+# (0.08 CPU-s each) and each worker rewrote every test module's asserts.
 test: lint $(TOOLS)/promtool  ## four workers (README says how the suite's time is spent)
-	PATH="$(CURDIR)/$(TOOLS):$$PATH" $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
 test-full: lint $(TOOLS)/promtool  ## the same suite at full size (the cluster export, the long reliability runs), JVMs with Java's defaults
-	PATH="$(CURDIR)/$(TOOLS):$$PATH" OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" PYTHONDONTWRITEBYTECODE= OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check ocigroup_cli tests benchmarks reliability

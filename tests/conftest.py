@@ -10,6 +10,8 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -55,10 +57,12 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 
 # Run with workers (`make test`: pytest -n 4 --dist loadgroup; the suite mostly waits, on processes, sockets and
 # real time), the tests that start JVMs (Spark) run in four groups, each on one worker, one test after another,
-# so that no more than four JVM-starting tests run at once; each such worker has its Spark engine (spark_engine).
+# so that no more than four JVM-starting tests run at once; they share one Spark engine, but for the group that
+# interrupts exports, which has its own (_engines).
 # The timed fault scenarios (reliability) are a group of their own; the other tests fill the workers as they free
 # up.
 GROUPS = {  # the first prefix that matches a test names its group
+    "tests/commands/test_export_bucket.py::test_an_interrupted_export": "jvm-b",  # it interrupts exports
     "tests/commands/test_export_bucket.py::test_an_export_with_read_buckets": "jvm-d",  # jvm-a is the longest
     "tests/commands/test_export_bucket.py": "jvm-a",
     "tests/commands/test_export_processes.py": "jvm-b",
@@ -177,58 +181,111 @@ def sdk(emulator, api_key) -> Sdk:
     return Sdk(emulator, api_key)
 
 
+OWN_ENGINE = "jvm-b"  # the group whose tests interrupt exports (and the engine): on an engine of its own
+
+
 @pytest.fixture(scope="session")
-def spark_engine(tmp_path_factory, worker_id):
-    """One warm Spark engine (a Spark Connect server, as exports use by default) for the worker's whole run, in a
-    state directory of its own, started with proxy variables naming a dead port (as on a host behind a proxy);
-    stopped at the end. Skipped without Java or pyspark."""
-    import fcntl
+def _engines(tmp_path_factory, worker_id):
+    """The run's warm Spark engines (Spark Connect servers, as exports use by default), each started on first use
+    with proxy variables naming a dead port (as on a host behind a proxy), and kept busy while the run lasts (a
+    killed run leaves them idle: they stop 2 minutes later):
+
+    - "shared": one engine for every worker (a state directory beside the workers' own; started once, under its
+      lock; stopped by the last worker that used it). A start is about 33 CPU-s and a 1 GB JVM; one per worker
+      cost three more of each.
+    - "own": the worker's, for the tests of OWN_ENGINE, which kill and interrupt exports on it, one after another:
+      an engine shared across the workers ran one test's job while another worker's test interrupted an sc://
+      export, and that job lost its Python workers ("Python worker exited unexpectedly", a clean-clone run).
+
+    Skipped without Java or pyspark."""
     import shutil
 
     pytest.importorskip("pyspark")
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         pytest.skip("Java 17+ is not installed")
+    root = tmp_path_factory.getbasetemp()
+    places = {"shared": (root.parent if worker_id != "master" else root) / "engine-state", "own": root / "own-engine"}
+    held: dict[str, tuple[object, Callable[[], None]]] = {}
+
+    def engine(kind: str):
+        if kind not in held:
+            held[kind] = _hold_engine(places[kind], worker_id)
+        return held[kind][0]
+
+    yield engine
+    for _, release in held.values():
+        release()
+
+
+def _hold_engine(state: Path, user: str):
+    """The engine of local[2] in `state`, started unless it runs, with `user` counted among its users; and what
+    releases it (the last user stops it)."""
+    import fcntl
+
     from ocigroup_cli.export import engine
     from ocigroup_cli.export import spark as export_spark
 
-    root = tmp_path_factory.getbasetemp()
-    # one engine per worker: an engine shared across workers ran one test's job while another's interruption
-    # (kill -9, Ctrl-C of an sc:// export) took its Python workers down: "Python worker exited unexpectedly"
-    shared = root / "engine-state"
-    users = shared / "users"
+    users = state / "users"
     users.mkdir(parents=True, exist_ok=True)
-    state = str(shared)
     dead = f"http://127.0.0.1:{localhost.free_port()}"  # the engine reaches its server directly, whatever the proxy
-    with _environ(OCIGROUP_STATE_DIR=state, https_proxy=dead, HTTPS_PROXY=dead, grpc_proxy=dead):
-        started, _ = engine.ensure("local[2]", export_spark.java_command(), 120, "1g", SystemClock())
-        active = engine.activity_path(started.key)
-    (users / worker_id).touch()
+    with (state / "users.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _environ(OCIGROUP_STATE_DIR=str(state), https_proxy=dead, HTTPS_PROXY=dead, grpc_proxy=dead):
+            started, _ = engine.ensure("local[2]", export_spark.java_command(), 120, "1g", SystemClock())
+            active = engine.activity_path(started.key)
+        (users / user).touch()
     stop = threading.Event()
 
     def keep_busy():  # busy while the run lasts; a killed test run leaves it idle, and it stops 2 minutes later
         while not stop.wait(20):
             active.touch()
 
-    thread = threading.Thread(target=keep_busy, daemon=True)
-    thread.start()
-    yield started
-    stop.set()
-    with (shared / "users.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        (users / worker_id).unlink()
-        if not any(users.iterdir()):  # the last worker that used it
-            with _environ(OCIGROUP_STATE_DIR=state):
-                engine.stop(started, SystemClock())
+    threading.Thread(target=keep_busy, daemon=True).start()
+
+    def release() -> None:
+        stop.set()
+        with (state / "users.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            (users / user).unlink()
+            if not any(users.iterdir()):  # the last worker that used it
+                with _environ(OCIGROUP_STATE_DIR=str(state)):
+                    engine.stop(started, SystemClock())
+
+    return started, release
+
+
+def _engine_kind(request) -> str:
+    group = request.node.get_closest_marker("xdist_group")
+    return "own" if group is not None and group.args[0] == OWN_ENGINE else "shared"
+
+
+@pytest.fixture
+def spark_engine(request, _engines):
+    """The warm engine this test's exports use (see _engines): its group's own, or the run's shared one."""
+    return _engines(_engine_kind(request))
 
 
 @pytest.fixture(scope="session")
-def spark(spark_engine):
-    """A session on the shared engine that tests lend to `ocigroup export`."""
+def _spark_sessions(_engines):
     from ocigroup_cli.export import spark as export_spark
 
-    session = export_spark.connect(spark_engine.url, ship=False)
+    sessions: dict[str, object] = {}
+
+    def session(kind: str):
+        if kind not in sessions:
+            sessions[kind] = export_spark.connect(_engines(kind).url, ship=False)
+        return sessions[kind]
+
     yield session
-    session.stop()
+    for opened in sessions.values():
+        opened.stop()
+
+
+@pytest.fixture
+def spark(request, _spark_sessions):
+    """A Spark Connect session on this test's engine (spark_engine), kept for the run, that tests lend to
+    `ocigroup export`."""
+    return _spark_sessions(_engine_kind(request))
 
 
 @contextlib.contextmanager
