@@ -61,8 +61,15 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 # interrupts exports, which has its own (_engines).
 # The timed fault scenarios (reliability) are a group of their own; the other tests fill the workers as they free
 # up.
+_PROCESSES = "tests/commands/test_export_processes.py::test_"
 GROUPS = {  # the first prefix that matches a test names its group
     "tests/commands/test_export_bucket.py::test_an_interrupted_export": "jvm-b",  # it interrupts exports
+    # tests of engines of their own, moved out of jvm-b, which its interruptions made the longest (369 s of tests
+    # against 164 to 224 for the others, the JVM test files alone on 4 workers)
+    f"{_PROCESSES}make_demo_leaves_nothing_running": "jvm-a",
+    f"{_PROCESSES}a_master_spark_refuses": "jvm-a",
+    f"{_PROCESSES}the_warm_engine_starts_once": "jvm-d",
+    f"{_PROCESSES}an_engine_stops_when_its_state_directory_is_deleted": "jvm-d",
     "tests/commands/test_export_bucket.py::test_an_export_with_read_buckets": "jvm-d",  # jvm-a is the longest
     "tests/commands/test_export_bucket.py": "jvm-a",
     "tests/commands/test_export_processes.py": "jvm-b",
@@ -272,8 +279,9 @@ def _spark_sessions(_engines):
     sessions: dict[str, object] = {}
 
     def session(kind: str):
-        if kind not in sessions:
-            sessions[kind] = export_spark.connect(_engines(kind).url, ship=False)
+        if kind not in sessions:  # a session of its own: the engine's (its url's session_id) is its door's, which
+            engine = _engines(kind)  # exports of every worker use, and stopping it here failed theirs (a run)
+            sessions[kind] = export_spark.connect(f"sc://localhost:{engine.port}/;token={engine.token}", ship=False)
         return sessions[kind]
 
     yield session
