@@ -19,6 +19,7 @@ from hypothesis import settings
 from ocigroup_cli import localhost
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from tests.helpers.cases import HYPOTHESIS_CASES
+from tests.helpers.cli import sc_master
 from tests.helpers.service import ApiKey, Sdk, make_key, start_server
 
 # A run started in the background by a script (`make test &`, nohup) inherits SIGINT ignored, and so would every
@@ -70,7 +71,7 @@ GROUPS = {  # the first prefix that matches a test names its group
     f"{_PROCESSES}a_master_spark_refuses": "jvm-a",
     f"{_PROCESSES}the_warm_engine_starts_once": "jvm-d",
     f"{_PROCESSES}an_engine_stops_when_its_state_directory_is_deleted": "jvm-d",
-    "tests/commands/test_export_bucket.py::test_an_export_with_read_buckets": "jvm-d",  # jvm-a is the longest
+    "tests/commands/test_export_bucket.py::test_an_export_with_read_buckets": "jvm-d",  # for balance
     "tests/commands/test_export_bucket.py": "jvm-a",
     "tests/commands/test_export_processes.py": "jvm-b",
     "tests/commands/test_export.py": "jvm-c",
@@ -198,8 +199,8 @@ def _engines(tmp_path_factory, worker_id):
     killed run leaves them idle: they stop 2 minutes later):
 
     - "shared": one engine for every worker (a state directory beside the workers' own; started once, under its
-      lock; stopped by the last worker that used it). A start is about 33 CPU-s and a 1 GB JVM; one per worker
-      cost three more of each.
+      lock; stopped by the last worker that used it). A start is about 33 CPU-s and a 1 GB JVM; one per JVM group
+      cost two more of each.
     - "own": the worker's, for the tests of OWN_ENGINE, which kill and interrupt exports on it, one after another:
       an engine shared across the workers ran one test's job while another worker's test interrupted an sc://
       export, and that job lost its Python workers ("Python worker exited unexpectedly", a clean-clone run).
@@ -280,8 +281,8 @@ def _spark_sessions(_engines):
 
     def session(kind: str):
         if kind not in sessions:  # a session of its own: the engine's (its url's session_id) is its door's, which
-            engine = _engines(kind)  # exports of every worker use, and stopping it here failed theirs (a run)
-            sessions[kind] = export_spark.connect(f"sc://localhost:{engine.port}/;token={engine.token}", ship=False)
+            # exports of every worker use, and stopping it here failed theirs (a run)
+            sessions[kind] = export_spark.connect(sc_master(_engines(kind)), ship=False)
         return sessions[kind]
 
     yield session
