@@ -281,7 +281,7 @@ def test_an_export_for_audit(world, spark_engine):
     """Yesterday on a 48 h stream, exported whole (as the README's command and the daily cron line); the last
     hour on a 24 h stream (the hourly cron line). The cron lines ask `date` for the hour and the day, so a run that
     crosses the top of an hour (or midnight) exports the next one: where that next one has already begun, it holds
-    the same messages, and the test reads whichever export the line made. The exports run on the worker's warm
+    the same messages, and the test reads whichever export the line made. The exports run on the test's warm
     engine (export.master local[2]), as a user's run on theirs."""
     w, clock = world
     proc.link_engine(Path(w.env["OCIGROUP_STATE_DIR"]), spark_engine)
@@ -308,7 +308,7 @@ def test_an_export_for_audit(world, spark_engine):
     export, _ = play(day48, lines[:2], [0, 0])
     assert json.loads(export.stdout)["rows"] == 80
     assert json.loads(export.stdout)["destination"]["retention"]["rule"] == "audit-evidence"
-    assert "started a warm Spark engine" not in export.stderr.decode()  # the worker's, linked in
+    assert "started a warm Spark engine" not in export.stderr.decode()  # the test's, linked in
     w.fill = {}
     play(w, lines[2:3], [0])  # the hourly line, on the 24 h stream
     assert _only_manifest(w, "orders/hourly/", {hour, ms_to_rfc3339(last_hour + HOUR)[:13]})["rows"] == 80

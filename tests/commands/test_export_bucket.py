@@ -1,5 +1,5 @@
 """`ocigroup export --out oci://…` and `export verify oci://…` through the installed console script, against the
-emulator's Object Storage, with Spark's tasks (the shared engine, attached with sc://) uploading the slices
+emulator's Object Storage, with Spark's tasks (the test's engine, attached with sc://) uploading the slices
 themselves; checked with Oracle's own `oci` CLI and SDK."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ COMPARTMENT = "ocid1.compartment.oc1..test"
 
 class Bucketed:
     """A stream with a backlog, buckets `audit` (no retention rule) and `vault` (a 30-day rule), a profile, and
-    the `--master` of the worker's engine: handed to it as the warm engine (proc.warm_env), or with `sc` through a
+    the `--master` of the test's engine: handed to it as the warm engine (proc.warm_env), or with `sc` through a
     Spark Connect client (the route of an export to a cluster; the formats' first case and the kill -9 case)."""
 
     def __init__(self, sdk: Sdk, config: str, env: dict[str, str], sid: str, master: str, key, tmp: Path) -> None:

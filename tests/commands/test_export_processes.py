@@ -149,11 +149,11 @@ def _wait_for_rows(tmp_path: Path, name: str, timeout: float = 90) -> None:
 
 
 def _how(served: Served, spark_engine, how: str) -> list[str]:
-    """`--master` for an export on the shared engine: attached with sc://, or as the warm engine of local[2]
+    """`--master` for an export on the test's engine: attached with sc://, or as the warm engine of local[2]
     (the export then hands its job to the engine's door, and uses the engine's state directory)."""
     if how == "sc":
         return ["--master", proc.sc_master(spark_engine)]
-    served.env["OCIGROUP_STATE_DIR"] = str(Path(spark_engine.log).parent.parent)
+    served.env["OCIGROUP_STATE_DIR"] = str(proc.engine_state(spark_engine))
     return ["--master", "local[2]"]
 
 
@@ -199,7 +199,7 @@ def test_kill_9_leaves_leftovers_that_the_next_export_removes(serve, spark_engin
     assert left and all(name.startswith("x.partial-") for name in left), left
     code, _, err = _finish(served.export(tmp_path / "x", "--partition", "0", "--to-offset", "9", *args[2:]))
     assert code == 0, err
-    assert "started a warm Spark engine" not in err  # the shared engine was used, not a new one
+    assert "started a warm Spark engine" not in err  # the test's engine was used, not a new one
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("x")) == ["x"]
 
 
@@ -395,7 +395,7 @@ def test_the_engine_serves_only_clients_with_its_token(serve, spark_engine, tmp_
     from ocigroup_cli.errors import TransientError
     from ocigroup_cli.export import door, spark
 
-    record = Path(spark_engine.log).parent.parent / "engine" / f"{spark_engine.key}.json"
+    record = proc.engine_state(spark_engine) / "engine" / f"{spark_engine.key}.json"
     assert stat.S_IMODE(record.stat().st_mode) == 0o600 and spark_engine.token in record.read_text()
     assert door._ask(spark_engine.door, "guessed", {"op": "status"}) == {"error": "not this engine's token"}
     with pytest.raises(door.JobFailed, match="not this engine's token"):

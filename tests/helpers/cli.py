@@ -41,21 +41,26 @@ def clean_env(state_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def sc_master(spark_engine) -> str:
-    """The worker's engine (conftest's spark_engine) as a Spark Connect `--master` (it asks for its token)."""
+    """The test's engine (conftest's spark_engine) as a Spark Connect `--master` (it asks for its token)."""
     return f"sc://localhost:{spark_engine.port}/;token={spark_engine.token}"
 
 
+def engine_state(spark_engine) -> Path:
+    """The state directory the test's engine (conftest's spark_engine) runs in: its log is in its logs/."""
+    return Path(spark_engine.log).parent.parent
+
+
 def link_engine(state_dir: Path, spark_engine) -> None:
-    """Link the worker's warm engine of local[2] (conftest's spark_engine) into a private state directory: an export
+    """Link the test's warm engine of local[2] (conftest's spark_engine) into a private state directory: an export
     of local[2] there hands its job to that engine, as a user's export does to theirs, and starts no JVM nor loads
     a Spark client (an sc:// export does: about 5 CPU-s each here, against about 1). The engine outlives the test:
     conftest's clean-up stops no engine behind a link, and nothing run there may either (`export engine stop`)."""
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (state_dir / "engine").symlink_to(Path(spark_engine.log).parent.parent / "engine")
+    (state_dir / "engine").symlink_to(engine_state(spark_engine) / "engine")
 
 
 def warm_env(state_dir: Path, spark_engine, **extra: str) -> dict[str, str]:
-    """clean_env with the worker's warm engine linked into its state directory (link_engine)."""
+    """clean_env with the test's warm engine linked into its state directory (link_engine)."""
     link_engine(state_dir, spark_engine)
     return clean_env(state_dir, **extra)
 
