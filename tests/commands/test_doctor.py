@@ -46,7 +46,9 @@ class Tenancy:
         sdk.put(self.sid, [("k", "v")])
         details = sdk.models.CreateGroupCursorDetails(type="TRIM_HORIZON", group_name="billing", instance_name="a")
         sdk.client.create_group_cursor(self.sid, details)  # the group inspect looks at
-        self.storage = oci.object_storage.ObjectStorageClient(api_key.config(), service_endpoint=self.url)
+        self.storage = oci.object_storage.ObjectStorageClient(
+            api_key.config(), signer=api_key.signer(), service_endpoint=self.url
+        )
         self.ns = self.storage.get_namespace().data
         details = oci.object_storage.models.CreateBucketDetails(name="audit", compartment_id=TEST)
         self.storage.create_bucket(self.ns, details)

@@ -35,7 +35,9 @@ class Bucketed:
 
     def __init__(self, sdk: Sdk, config: str, env: dict[str, str], sid: str, master: str, key, tmp: Path) -> None:
         self.sdk, self.config, self.env, self.sid, self.master, self.tmp = sdk, config, env, sid, master, tmp
-        self.storage = oci.object_storage.ObjectStorageClient(key.config(), service_endpoint=sdk.url)
+        self.storage = oci.object_storage.ObjectStorageClient(
+            key.config(), signer=key.signer(), service_endpoint=sdk.url
+        )
         self.ns = self.storage.get_namespace().data
         self.oci_config = tmp / "oci-config"
         self.oci_config.write_text("[DEFAULT]\n" + "".join(f"{k}={v}\n" for k, v in key.config().items()))

@@ -23,11 +23,14 @@ def clients(url: str, key: ApiKey, retry: bool = False):
     strategy = oci.retry.DEFAULT_RETRY_STRATEGY if retry else oci.retry.NoneRetryStrategy()
     admin = oci.streaming.StreamAdminClient(
         key.config(),
+        signer=key.signer(),
         service_endpoint=url,
         retry_strategy=strategy,
         circuit_breaker_strategy=oci.circuit_breaker.NoCircuitBreakerStrategy(),
     )
-    return admin, oci.streaming.StreamClient(key.config(), service_endpoint=url, retry_strategy=strategy)
+    return admin, oci.streaming.StreamClient(
+        key.config(), signer=key.signer(), service_endpoint=url, retry_strategy=strategy
+    )
 
 
 def create_stream(admin, **details) -> str:

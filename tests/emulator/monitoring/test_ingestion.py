@@ -23,7 +23,7 @@ def received(url: str) -> list[dict]:
 
 def _monitoring(api_key, url: str) -> oci.monitoring.MonitoringClient:
     return oci.monitoring.MonitoringClient(
-        api_key.config(), service_endpoint=url, retry_strategy=oci.retry.NoneRetryStrategy()
+        api_key.config(), signer=api_key.signer(), service_endpoint=url, retry_strategy=oci.retry.NoneRetryStrategy()
     )
 
 

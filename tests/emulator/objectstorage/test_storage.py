@@ -19,7 +19,7 @@ M = oci.object_storage.models
 
 def storage_client(url: str, key: ApiKey) -> oci.object_storage.ObjectStorageClient:
     return oci.object_storage.ObjectStorageClient(
-        key.config(), service_endpoint=url, retry_strategy=oci.retry.NoneRetryStrategy()
+        key.config(), signer=key.signer(), service_endpoint=url, retry_strategy=oci.retry.NoneRetryStrategy()
     )
 
 
