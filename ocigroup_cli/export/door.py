@@ -6,6 +6,12 @@ One request per loopback TCP connection: a JSON line in, a JSON line out. Each r
 (from its record, which only its owner can read): any user of the machine can connect to a loopback port. While
 the job runs the connection stays open; when it closes before the answer (the export was interrupted, or killed
 with -9), the engine interrupts that export's job at once.
+
+The server may close the door's session: Spark Connect ends a session that had no request for its timeout (the
+engine's outlasts its idle stop, but a run of exports that fail before their job keeps an engine up without one),
+and anyone holding the engine's token may release it. An export that finds it closed opens a new one and runs
+there, as nothing of it ran yet; one whose session was closed during its job ends with a transient error, and the
+next export runs on a new session.
 """
 
 from __future__ import annotations
@@ -27,6 +33,14 @@ class JobFailed(Exception):
     """The engine's Spark job failed; the text is Spark's (a task's `EXPORT-ERROR`, say)."""
 
 
+# how Spark Connect refuses a request on a session it closed (or no longer knows, past its tombstones)
+CLOSED = ("INVALID_HANDLE.SESSION_CLOSED", "INVALID_HANDLE.SESSION_NOT_FOUND")
+
+
+def closed(exc: Exception) -> bool:
+    return any(name in str(exc) for name in CLOSED)
+
+
 # -- the export's side ---------------------------------------------------------------------------------------------
 
 
@@ -35,6 +49,11 @@ def export(port: int, token: str, plan_json: str, fmt: str, directory: str, tag:
     closes the connection, which interrupts the job."""
     request = {"op": "export", "plan": plan_json, "format": fmt, "directory": directory, "tag": tag}
     answer = _ask(port, token, request)
+    if answer.get("closed"):
+        raise TransientError(
+            "the warm Spark engine's session was closed during the export; the engine has opened a new one.",
+            "run the export again",
+        )
     if "error" in answer:
         raise JobFailed(answer["error"])
     return [FileStats.from_wire(text) for text in answer["files"]]
@@ -71,15 +90,16 @@ def _ask(port: int, token: str, request: dict[str, Any], timeout: float | None =
 
 
 class Door(socketserver.ThreadingTCPServer):
-    """Runs each export's job on `session` under the export's tag, in a thread of its own (a Spark Connect
-    client's tags belong to the thread that adds them); `used` hears when a job ends. A request without `token`
-    is refused."""
+    """Runs each export's job on a session from `open_session` under the export's tag, in a thread of its own (a
+    Spark Connect client's tags belong to the thread that adds them); `used` hears when a job ends. A request
+    without `token` is refused."""
 
     daemon_threads = True
 
-    def __init__(self, session: Any, used: Callable[[], None], token: str) -> None:
+    def __init__(self, open_session: Callable[[], Any], used: Callable[[], None], token: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.session, self.used, self.token = session, used, token
+        self.open_session, self.used, self.token = open_session, used, token
+        self.session = open_session()
         self.lock = threading.Lock()
         self.jobs = 0
 
@@ -96,37 +116,64 @@ class Door(socketserver.ThreadingTCPServer):
         if op == "interrupt":
             self.session.interruptTag(request["tag"])
             return {"ok": True}
-        if op == "status":
-            return {"running": self.jobs}
+        if op == "status":  # and the session its exports run on (one the server closed is replaced)
+            return {"running": self.jobs, "session": self.session.session_id}
         return {"error": f"unknown request {op!r}"}
 
     def _export(self, request: dict[str, Any], connection: socket.socket) -> dict[str, Any]:
         from ocigroup_cli.export.job import write_slices
 
         tag, finished = request["tag"], threading.Event()
-        watch = threading.Thread(target=self._interrupt_when_gone, args=(connection, tag, finished), daemon=True)
+        session = self._open()
+        gone = (connection, session, tag, finished)
+        watch = threading.Thread(target=self._interrupt_when_gone, args=gone, daemon=True)
         with self.lock:
             self.jobs += 1
-        self.session.addTag(tag)
+        session.addTag(tag)
         watch.start()
         try:
-            files = write_slices(self.session, request["plan"], request["format"], request["directory"])
+            files = write_slices(session, request["plan"], request["format"], request["directory"])
             return {"ok": True, "files": [st.wire() for st in files]}
         except Exception as exc:  # noqa: BLE001 - Spark Connect errors share nothing but their text
+            if closed(exc):
+                self._replace(session)
+                return {"error": str(exc), "closed": True}
             return {"error": str(exc)}
         finally:
             finished.set()
-            self.session.removeTag(tag)
+            session.removeTag(tag)
             with self.lock:
                 self.jobs -= 1
             self.used()
 
-    def _interrupt_when_gone(self, connection: socket.socket, tag: str, finished: threading.Event) -> None:
+    def _open(self) -> Any:
+        """The door's session, asked for its version first (a request of milliseconds): one the server closed
+        is replaced before the job starts."""
+        session = self.session
+        try:
+            session.version  # noqa: B018 - the request is the point
+        except Exception as exc:  # Spark Connect errors share nothing but their text; the rest is raised
+            if not closed(exc):
+                raise
+            session = self._replace(session)
+        return session
+
+    def _replace(self, gone: Any) -> Any:
+        """A new session in place of `gone`, once, however many exports found it closed."""
+        with self.lock:
+            if self.session is gone:
+                with contextlib.suppress(Exception):
+                    gone.client.close()
+                self.session = self.open_session()
+            return self.session
+
+    @staticmethod
+    def _interrupt_when_gone(connection: socket.socket, session: Any, tag: str, finished: threading.Event) -> None:
         with contextlib.suppress(OSError):
             connection.recv(1)  # the export sends nothing more: this returns when it closes the connection
         if not finished.is_set():
             with contextlib.suppress(Exception):
-                self.session.interruptTag(tag)
+                session.interruptTag(tag)
 
 
 class _Handler(socketserver.StreamRequestHandler):

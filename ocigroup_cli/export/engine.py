@@ -11,8 +11,9 @@ pays for Spark's start (a JVM, its JIT warm-up, Python workers) once per idle pe
 - There is one engine per interpreter, package sources, pyspark, Java and master: a record per key in the state
   directory, and only the same key reuses it.
 - Exports do not connect to the server themselves: they hand their job to the supervisor's door
-  (export/door.py), and the supervisor runs it on its one Spark Connect session (its id is in the record), so an
-  export loads no Spark client and the session's Python workers stay warm from one export to the next.
+  (export/door.py), and the supervisor runs it on its one Spark Connect session (the record has its first id; one
+  the server closes is replaced), so an export loads no Spark client and the session's Python workers stay warm
+  from one export to the next.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.errors import OcigroupError, UsageError
@@ -248,7 +249,7 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _server_command(master: str, port: int, memory: str) -> list[str]:
+def _server_command(master: str, port: int, memory: str, idle_s: float) -> list[str]:
     import pyspark
 
     spark_home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)
@@ -264,6 +265,9 @@ def _server_command(master: str, port: int, memory: str) -> list[str]:
         # the job of an export killed with -9 is interrupted soon after its client went away
         "spark.connect.execute.manager.detachedTimeout": "15s",
         "spark.connect.execute.manager.maintenanceInterval": "5s",
+        # a session without a request for this long is closed (Spark's default: 60 minutes, less than an
+        # export.idle_minutes may be): the door's outlives the engine's idle stop (export/door.py)
+        "spark.connect.session.manager.defaultSessionTimeout": f"{int(idle_s) + 3600}s",
     }
     submit = str(Path(spark_home) / "bin" / "spark-submit")
     command = [submit, "--class", SERVER_CLASS, "--name", "ocigroup-engine", "--master", master]
@@ -282,7 +286,7 @@ def supervise(key: str, master: str, idle_s: float, memory: str, log: str) -> in
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     # the server accepts only clients with the token: loopback ports are open to every user of the machine
     env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", SPARK_CONNECT_AUTHENTICATE_TOKEN=token)
-    jvm = subprocess.Popen(_server_command(master, port, memory), env=env, preexec_fn=_die_with_parent)
+    jvm = subprocess.Popen(_server_command(master, port, memory, idle_s), env=env, preexec_fn=_die_with_parent)
     front: Door | None = None
     try:
         while not _answers(port):
@@ -320,7 +324,13 @@ def _open_door(engine: Engine, used: Callable[[], None]) -> Door:
     from ocigroup_cli.export.door import Door
     from ocigroup_cli.export.spark import connect
 
-    front = Door(connect(engine.url, ship=False), used, engine.token)
+    first = [engine.session_id]
+
+    def session() -> Any:
+        """The record's session first; then one of a new id (the server keeps a closed session's id closed)."""
+        return connect(replace(engine, session_id=first.pop() if first else str(uuid.uuid4())).url, ship=False)
+
+    front = Door(session, used, engine.token)
     threading.Thread(target=front.serve_forever, name="door", daemon=True).start()
     return front
 

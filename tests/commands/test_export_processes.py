@@ -416,6 +416,40 @@ def test_the_engine_serves_only_clients_with_its_token(serve, spark_engine, tmp_
     assert "guessed" not in err and "Warning" not in err
 
 
+def _close_the_doors_session(spark_engine) -> None:
+    """What Spark Connect does to a session an hour without a request, and what anyone holding the engine's token
+    can do: the session the engine's door runs exports on, released on the server."""
+    from dataclasses import replace
+
+    from ocigroup_cli.export import door, spark
+
+    session_id = door._ask(spark_engine.door, spark_engine.token, {"op": "status"})["session"]
+    spark.connect(replace(spark_engine, session_id=session_id).url, ship=False).stop()
+
+
+def test_a_closed_engine_session_is_replaced_and_the_export_runs(serve, spark_engine, tmp_path):
+    """Closed before an export: its job runs on a new session, as nothing of it ran yet. Closed during one: that
+    export is one line and a transient exit, and the next runs."""
+    served = serve()
+    served.sdk.put(served.sid, [(None, f"v{i}") for i in range(40)])
+    args = ["--partition", "0-3", "--from-offset", "0", *_how(served, spark_engine, "warm")]
+    _close_the_doors_session(spark_engine)
+    code, out, err = _finish(served.export(tmp_path / "after", *args))
+    assert code == 0 and json.loads(out)["rows"] == 40, err
+    slow = _slow_service(serve)
+    running = slow.export(
+        tmp_path / "during", "--partition", "0-7", "--from-offset", "0", *_how(slow, spark_engine, "warm")
+    )
+    _wait_for_rows(tmp_path, "during")
+    _close_the_doors_session(spark_engine)
+    code, out, err = _finish(running)
+    assert code == ExitCode.TRANSIENT and out == "", err
+    assert err.startswith("error: the warm Spark engine's session was closed during the export") and "again" in err
+    assert len(err.strip().splitlines()) == 2 and not (tmp_path / "during").exists(), err
+    code, out, err = _finish(slow.export(tmp_path / "next", "--partition", "0", "--to-offset", "9", *args[2:]))
+    assert code == 0 and json.loads(out)["rows"] > 0, err
+
+
 def test_a_relative_out_is_where_the_user_is_not_where_the_engine_runs(serve, spark_engine, tmp_path):
     """The export help's own example (`--out audit-2024-05`): the engine's workers run in the engine's directory."""
     served = serve()
