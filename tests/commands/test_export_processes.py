@@ -421,10 +421,21 @@ def _close_the_doors_session(spark_engine) -> None:
     can do: the session the engine's door runs exports on, released on the server."""
     from dataclasses import replace
 
+    from ocigroup_cli.errors import TransientError
     from ocigroup_cli.export import door, spark
 
     session_id = door._ask(spark_engine.door, spark_engine.token, {"op": "status"})["session"]
-    spark.connect(replace(spark_engine, session_id=session_id).url, ship=False).stop()
+    url = replace(spark_engine, session_id=session_id).url
+    spark.connect(url, ship=False).stop()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the server ends the session after the release returns (a clean clone's
+        try:  # export started in between: its job found the session closed)
+            spark.connect(url, ship=False)
+        except TransientError as exc:
+            assert "SESSION_CLOSED" in exc.message, exc.message
+            return
+        time.sleep(0.2)
+    raise AssertionError("the released session was not closed in 30 s")
 
 
 def test_a_closed_engine_session_is_replaced_and_the_export_runs(serve, spark_engine, tmp_path):
