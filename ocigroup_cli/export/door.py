@@ -21,6 +21,7 @@ import hmac
 import json
 import socket
 import socketserver
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -136,7 +137,7 @@ class Door(socketserver.ThreadingTCPServer):
             return {"ok": True, "files": [st.wire() for st in files]}
         except Exception as exc:  # noqa: BLE001 - Spark Connect errors share nothing but their text
             if closed(exc):
-                self._replace(session)
+                self._replace(session, exc)
                 return {"error": str(exc), "closed": True}
             return {"error": str(exc)}
         finally:
@@ -147,24 +148,27 @@ class Door(socketserver.ThreadingTCPServer):
             self.used()
 
     def _open(self) -> Any:
-        """The door's session, asked for its version first (a request of milliseconds): one the server closed
-        is replaced before the job starts."""
+        """The door's session, asked for a setting first (a request of milliseconds): one the server closed is
+        replaced before the job starts. (Not for its version: the server tells that without a session.)"""
         session = self.session
         try:
-            session.version  # noqa: B018 - the request is the point
+            session.conf.get("spark.sql.session.timeZone")
         except Exception as exc:  # Spark Connect errors share nothing but their text; the rest is raised
             if not closed(exc):
                 raise
-            session = self._replace(session)
+            session = self._replace(session, exc)
         return session
 
-    def _replace(self, gone: Any) -> Any:
-        """A new session in place of `gone`, once, however many exports found it closed."""
+    def _replace(self, gone: Any, why: Exception) -> Any:
+        """A new session in place of `gone`, once, however many exports found it closed; the engine's log says so."""
         with self.lock:
             if self.session is gone:
                 with contextlib.suppress(Exception):
                     gone.client.close()
                 self.session = self.open_session()
+                said = (str(why).strip().splitlines() or [type(why).__name__])[0][:300]
+                sys.stdout.write(f"the session {gone.session_id} was closed ({said}): exports run on a new one\n")
+                sys.stdout.flush()
             return self.session
 
     @staticmethod

@@ -428,8 +428,8 @@ def _close_the_doors_session(spark_engine) -> None:
     url = replace(spark_engine, session_id=session_id).url
     spark.connect(url, ship=False).stop()
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the server ends the session after the release returns (a clean clone's
-        try:  # export started in between: its job found the session closed)
+    while time.monotonic() < deadline:  # until a new client on it is refused: what the door's next request meets
+        try:
             spark.connect(url, ship=False)
         except TransientError as exc:
             assert "SESSION_CLOSED" in exc.message, exc.message
