@@ -416,9 +416,9 @@ def test_the_engine_serves_only_clients_with_its_token(serve, spark_engine, tmp_
     assert "guessed" not in err and "Warning" not in err
 
 
-def _close_the_doors_session(spark_engine) -> None:
+def _close_the_doors_session(spark_engine) -> str:
     """What Spark Connect does to a session an hour without a request, and what anyone holding the engine's token
-    can do: the session the engine's door runs exports on, released on the server."""
+    can do: the session the engine's door runs exports on, released on the server; its id."""
     from dataclasses import replace
 
     from ocigroup_cli.errors import TransientError
@@ -433,7 +433,7 @@ def _close_the_doors_session(spark_engine) -> None:
             spark.connect(url, ship=False)
         except TransientError as exc:
             assert "SESSION_CLOSED" in exc.message, exc.message
-            return
+            return session_id
         time.sleep(0.2)
     raise AssertionError("the released session was not closed in 30 s")
 
@@ -441,12 +441,16 @@ def _close_the_doors_session(spark_engine) -> None:
 def test_a_closed_engine_session_is_replaced_and_the_export_runs(serve, spark_engine, tmp_path):
     """Closed before an export: its job runs on a new session, as nothing of it ran yet. Closed during one: that
     export is one line and a transient exit, and the next runs."""
+    from ocigroup_cli.export import door
+
     served = serve()
     served.sdk.put(served.sid, [(None, f"v{i}") for i in range(40)])
     args = ["--partition", "0-3", "--from-offset", "0", *_how(served, spark_engine, "warm")]
-    _close_the_doors_session(spark_engine)
+    closed = _close_the_doors_session(spark_engine)
     code, out, err = _finish(served.export(tmp_path / "after", *args))
     assert code == 0 and json.loads(out)["rows"] == 40, err
+    assert door._ask(spark_engine.door, spark_engine.token, {"op": "status"})["session"] != closed
+    assert f"the session {closed} was closed" in Path(spark_engine.log).read_text()  # the engine's log says so
     slow = _slow_service(serve)
     running = slow.export(
         tmp_path / "during", "--partition", "0-7", "--from-offset", "0", *_how(slow, spark_engine, "warm")
