@@ -28,6 +28,7 @@ from typing import Any
 
 from ocigroup_cli.errors import TransientError
 from ocigroup_cli.export.manifest import FileStats
+from ocigroup_cli.export.spark import first_line
 
 
 class JobFailed(Exception):
@@ -91,16 +92,15 @@ def _ask(port: int, token: str, request: dict[str, Any], timeout: float | None =
 
 
 class Door(socketserver.ThreadingTCPServer):
-    """Runs each export's job on a session from `open_session` under the export's tag, in a thread of its own (a
-    Spark Connect client's tags belong to the thread that adds them); `used` hears when a job ends. A request
-    without `token` is refused."""
+    """Runs each export's job on `session` under the export's tag, in a thread of its own (a Spark Connect
+    client's tags belong to the thread that adds them), and on one from `reopen` once the server closed it;
+    `used` hears when a job ends. A request without `token` is refused."""
 
     daemon_threads = True
 
-    def __init__(self, open_session: Callable[[], Any], used: Callable[[], None], token: str) -> None:
+    def __init__(self, session: Any, reopen: Callable[[], Any], used: Callable[[], None], token: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.open_session, self.used, self.token = open_session, used, token
-        self.session = open_session()
+        self.session, self.reopen, self.used, self.token = session, reopen, used, token
         self.lock = threading.Lock()
         self.jobs = 0
 
@@ -165,8 +165,8 @@ class Door(socketserver.ThreadingTCPServer):
             if self.session is gone:
                 with contextlib.suppress(Exception):
                     gone.client.close()
-                self.session = self.open_session()
-                said = (str(why).strip().splitlines() or [type(why).__name__])[0][:300]
+                self.session = self.reopen()
+                said = first_line(why)[:300]
                 sys.stdout.write(f"the session {gone.session_id} was closed ({said}): exports run on a new one\n")
                 sys.stdout.flush()
             return self.session

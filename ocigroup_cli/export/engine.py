@@ -324,13 +324,11 @@ def _open_door(engine: Engine, used: Callable[[], None]) -> Door:
     from ocigroup_cli.export.door import Door
     from ocigroup_cli.export.spark import connect
 
-    first = [engine.session_id]
+    def fresh() -> Any:
+        """A session of a new id, for one the server closed (it keeps a closed session's id closed)."""
+        return connect(replace(engine, session_id=str(uuid.uuid4())).url, ship=False)
 
-    def session() -> Any:
-        """The record's session first; then one of a new id (the server keeps a closed session's id closed)."""
-        return connect(replace(engine, session_id=first.pop() if first else str(uuid.uuid4())).url, ship=False)
-
-    front = Door(session, used, engine.token)
+    front = Door(connect(engine.url, ship=False), fresh, used, engine.token)
     threading.Thread(target=front.serve_forever, name="door", daemon=True).start()
     return front
 

@@ -183,11 +183,16 @@ def refusal_in_log(log: Path, since: int = 0) -> str | None:
     return causes[-1] if causes else None
 
 
+def first_line(exc: Exception) -> str:
+    """An error's first line of text (Spark's and grpc's run on for pages), or its type's name when it has none."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def refused(master: str, exc: Exception, log: Path) -> UsageError:
     """Spark refused to start a session for `master`: its own reason, in one line."""
     text = str(exc)
     reasons = [ln.split("Exception: ", 1)[1] for ln in text.splitlines() if "Exception: " in ln]
-    reason = reasons[0] if reasons else (text.strip().splitlines() or [type(exc).__name__])[0]
+    reason = reasons[0] if reasons else first_line(exc)
     return UsageError(f"Spark refused to start with --master {master}: {reason.strip()}", f"details in {log}")
 
 
@@ -252,7 +257,7 @@ def connect(url: str, ship: bool) -> SparkSession:
         if ship:
             session.addArtifacts(_package_zip(), pyfile=True)
     except Exception as exc:  # noqa: BLE001 - grpc and Spark Connect errors share nothing but their text
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = first_line(exc)[:300]
         raise TransientError(
             f"cannot use the Spark Connect server at {url.split('/;')[0]}: {first}",
             "is it running, and is its Spark version 4.0 or newer?",
