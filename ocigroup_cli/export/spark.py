@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from ocigroup_cli.client.transport import is_loopback
 from ocigroup_cli.errors import OcigroupError, TransientError, UsageError
 from ocigroup_cli.export import classcache
 from ocigroup_cli.export.classcache import ClassCache
+from ocigroup_cli.export.ship import package_zip
 from ocigroup_cli.paths import private_dirs
 
 if TYPE_CHECKING:
@@ -215,20 +215,9 @@ def jvm_process() -> subprocess.Popen[bytes] | None:
     return getattr(gateway, "proc", None) if gateway is not None else None
 
 
-def _package_zip() -> str:
-    """This package as a zip, for executors or a Spark Connect server that do not have it installed."""
-    import ocigroup_cli
-
-    package_dir = Path(ocigroup_cli.__file__).parent
-    work = Path(tempfile.mkdtemp(prefix="ocigroup-ship-"))
-    return shutil.make_archive(
-        str(work / "ocigroup_cli"), "zip", root_dir=package_dir.parent, base_dir=package_dir.name
-    )
-
-
 def ship_package(session: SparkSession) -> None:
     """Send this package to the executors (they need pyarrow and cryptography installed already)."""
-    session.sparkContext.addPyFile(_package_zip())
+    session.sparkContext.addPyFile(package_zip())
 
 
 CONNECT_MODE_VARS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
@@ -248,14 +237,15 @@ def connect(url: str, ship: bool) -> SparkSession:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     direct = [("grpc.enable_http_proxy", 0)] if is_loopback(urlsplit(url).hostname or "") else []
+    shipped = package_zip() if ship else None
     try:
         session: Any = ConnectSession.builder.channelBuilder(DefaultChannelBuilder(url, direct)).create()
         # a server that is gone fails in seconds, not after the client's default 10 minutes of retries
         session.client.set_retry_policies([DefaultPolicy(max_retries=5, initial_backoff=100, max_backoff=2000)])
         for name, value in SESSION_CONF.items():
             session.conf.set(name, value)
-        if ship:
-            session.addArtifacts(_package_zip(), pyfile=True)
+        if shipped:
+            session.addArtifacts(shipped, pyfile=True)
     except Exception as exc:  # noqa: BLE001 - grpc and Spark Connect errors share nothing but their text
         first = first_line(exc)[:300]
         raise TransientError(

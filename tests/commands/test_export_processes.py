@@ -64,12 +64,17 @@ def _finish(running: subprocess.Popen[bytes], timeout: float = 120) -> tuple[int
 def test_sc_master_attaches_to_a_spark_connect_server_shipping_the_package(serve, spark_engine, tmp_path):
     served = serve()
     served.sdk.put(served.sid, [(f"k{i}", f"value-{i}") for i in range(200)])
-    code, out, err = _finish(
-        served.export(
-            tmp_path / "remote", "--partition", "0-3", "--from-offset", "0", "--master", proc.sc_master(spark_engine)
-        )
-    )
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    served.env["TMPDIR"] = str(temporary)
+    range_args = ["--partition", "0-3", "--from-offset", "0", "--master", proc.sc_master(spark_engine)]
+    code, out, err = _finish(served.export(tmp_path / "remote", *range_args))
     assert code == 0, err
+    shipped = list((tmp_path / "state" / "cache" / "ship").iterdir())
+    assert [p.suffix for p in shipped] == [".zip"], shipped  # the package's zip, kept for the next export
+    assert _finish(served.export(tmp_path / "again", *range_args))[0] == 0
+    assert list((tmp_path / "state" / "cache" / "ship").iterdir()) == shipped  # reused, not made again
+    assert list(temporary.iterdir()) == []  # nothing left in the temporary directory
     doc = json.loads(out)
     assert doc["rows"] == 200 and doc["spark"]["connect"] == f"sc://localhost:{spark_engine.port}"
     assert spark_engine.token not in out + err  # the token is never shown or kept
