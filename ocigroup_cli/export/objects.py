@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from ocigroup_cli.export import manifest
 from ocigroup_cli.export.location import BucketPrefix, parse_bucket
 from ocigroup_cli.export.plan import Plan
 from ocigroup_cli.export.reader import profile_of
+from ocigroup_cli.export.scratch import scratch
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,8 +54,8 @@ def to_bucket(
     plan: Plan, file_name: str, where: BucketPrefix, store: ObjectStore, write: Callable[[Path], int], fmt: str
 ) -> manifest.FileStats | None:
     """Write a slice with `write` into a file of this worker's own, read its facts back, upload it, remove it."""
-    with tempfile.TemporaryDirectory(prefix="ocigroup-slice-") as tmp:
-        path = Path(tmp) / file_name
+    with scratch() as tmp:
+        path = tmp / file_name
         if not write(path):
             return None
         st = manifest.facts(path, fmt)
@@ -66,9 +66,9 @@ def to_bucket(
 def partition_digests(store: ObjectStore, where: BucketPrefix, names: list[str], fmt: str) -> str:
     """The SHA-256 of one partition's rows across its objects (in name order), each fetched in turn."""
     running = hashlib.sha256()
-    with tempfile.TemporaryDirectory(prefix="ocigroup-digest-") as tmp:
+    with scratch() as tmp:
         for name in names:
-            with store.fetched(where.object(name), Path(tmp)) as path:
+            with store.fetched(where.object(name), tmp) as path:
                 manifest.read_facts(path, fmt, (running,))
     return running.hexdigest()
 
