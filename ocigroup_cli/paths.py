@@ -4,6 +4,7 @@ there is reported: as the user's environment to fix (exit 2), never as a bug."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from collections.abc import Iterator
@@ -83,6 +84,8 @@ def replace_file(path: Path, text: str, make_parent: bool = True, private: bool 
     only, from the start. Raises OSError."""
     if make_parent:
         private_dirs(path.parent)
+    if path.exists() and not path.is_file():  # a device (/dev/null, run as root), pipe or socket: never replaced
+        raise OSError(errno.EEXIST, "it is there and is not a regular file, so it is not replaced", str(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.unlink(missing_ok=True)  # so that the mode below applies to a new file
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666), "w") as f:

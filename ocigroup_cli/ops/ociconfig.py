@@ -162,6 +162,9 @@ def target(profile: Profile, open_session: Callable[[], Session]) -> Target:
 def refuse_existing(path: Path, force: bool) -> None:
     if path.is_dir():
         raise UsageError(f"--out {path} is a directory.", "name the file to write")
+    if path.exists() and not path.is_file():  # /dev/null, say: --force would replace the device itself (as root)
+        raise UsageError(f"--out {path} is not a regular file (a device, pipe or socket).",
+                         "leave out --out to write to stdout, and redirect that")  # fmt: skip
     if path.exists() and not force:
         raise UsageError(f"--out {path} exists.", "pass --force to replace it")
 

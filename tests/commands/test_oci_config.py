@@ -3,6 +3,7 @@ does (the local profile's key is the one its emulator trusts), with the endpoint
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import stat
@@ -103,6 +104,14 @@ def test_out_writes_a_private_file_that_the_oci_cli_uses(local_env, tmp_path):
     assert forced.returncode == 0, forced.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o600 and not list(out.parent.glob(".*"))
     oci.config.validate_config(oci.config.from_file(str(out), "LOCAL"))
+    fifo = tmp_path / "a-pipe"  # as a device (/dev/null, run as root): --force never replaces it with a file
+    os.mkfifo(fifo)
+    piped = run(["profile", "oci-config", "--out", str(fifo), "--force"], local_env)
+    assert piped.returncode == 2 and stat.S_ISFIFO(fifo.stat().st_mode)
+    assert piped.stderr.decode().splitlines() == [
+        f"error: --out {fifo} is not a regular file (a device, pipe or socket).",
+        "hint: leave out --out to write to stdout, and redirect that",
+    ]
 
     if OCI is None:
         pytest.skip("oci-cli is not installed")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -175,6 +176,12 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
         record = json.loads(done.stdout)
         assert record["target"] == saved["target"]["text"] and record["result"][0]["committed_before"] == committed
         assert sdk.group(sid, "billing")[0].committed_offset in (None, -1)  # every message is after 10m ago
+
+        fifo = tmp_path / "a-pipe"  # a device (/dev/null, as root), pipe or socket is never replaced by a plan
+        os.mkfifo(fifo)
+        piped = proc.run(["--config", config, "reset", "--to", "earliest", "--save-plan", str(fifo)], env)
+        assert piped.returncode == 2 and stat.S_ISFIFO(fifo.stat().st_mode), piped.stderr.decode()
+        assert f"--save-plan {fifo}: it is there and is not a regular file" in piped.stderr.decode()
 
         again = proc.run(["--config", config, "reset", "--to", "earliest", "--save-plan", str(plan_file)], env)
         assert again.returncode == 0, again.stderr.decode()
