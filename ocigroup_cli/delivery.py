@@ -22,7 +22,7 @@ import stat
 import struct
 import sys
 import termios
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 from ocigroup_cli.errors import OcigroupError, OutputFailed, ReaderGone
@@ -92,18 +92,22 @@ class Delivery:
                 raise failure(exc, self.name) from None
             view = view[n:]
 
-    def wait_taken(self) -> None:
-        """Return once the reader has read everything written (pipes); raise ReaderGone if it exits first."""
+    def wait_taken(self, until: Callable[[], bool] = lambda: False) -> bool:
+        """Return True once the reader has read everything written (pipes), False if `until()` comes true first;
+        raise ReaderGone if the reader exits first."""
         if not self.pipe:
-            return
+            return True
         step = 0
         while self._unread() > 0:
+            if until():
+                return False
             try:
                 self._poll(0, _WAIT_MS[min(step, len(_WAIT_MS) - 1)])
             except ReaderGone:
                 if self._unread() > 0:  # it left bytes behind; if it read them all first, they were delivered
                     raise
             step += 1
+        return True
 
     def check(self) -> None:
         """Raise ReaderGone if the reader has gone away (non-blocking)."""
@@ -144,8 +148,8 @@ class StreamDelivery:
                 self.stream.write(data.decode("utf-8", "surrogateescape"))
             self.stream.flush()
 
-    def wait_taken(self) -> None:
-        return None
+    def wait_taken(self, until: Callable[[], bool] = lambda: False) -> bool:
+        return True
 
     def check(self) -> None:
         return None

@@ -117,14 +117,14 @@ def run_exec(
     options = ExecOptions(r.command, r.batch or 1, r.batch is not None, r.concurrency, r.retries, r.on_failure,
                           r.timeout_s, r.grace_s, line)  # fmt: skip
     names = {"OCIGROUP_STREAM": s.stream.name, "OCIGROUP_GROUP": name, "OCIGROUP_INSTANCE": profile.instance_name()}
-    gone = _reader_of_stdout()
+    gone, read = _reader_of_stdout()
     runner: list[Worker] = []
     with _dead_letter(s, r, name, g.clock) as dead:
 
         def make(s: Session, tail: TailOptions, clock: Clock, status: Callable[[TailStats], None] | None) -> Worker:
             from ocigroup_cli.instance.worker import Worker
 
-            crew = Crew(options, names, clock, notice, console.pass_err, dead, reader_gone=gone)
+            crew = Crew(options, names, clock, notice, console.pass_err, dead, reader_gone=gone, output_read=read)
             manual = dataclasses.replace(tail, commit_on_get=False)  # reads run ahead of the work: commits follow it
             # no status line where the commands write to the same terminal: it cannot be cleared before their lines
             shown = None if console.is_tty(sys.stdout) else status
@@ -141,10 +141,11 @@ def run_exec(
     _report(runner[0], work, output or g.output, names)
 
 
-def _reader_of_stdout() -> Callable[[], bool]:
+def _reader_of_stdout() -> tuple[Callable[[], bool], Callable[[Callable[[], bool]], bool]]:
     """Whether the reader of stdout (the commands' stdout too) went away, as `tail` itself watches it: a command
-    would die of SIGPIPE, and its message must not be failed for that. A closed stdout is refused: the first file a
-    command opens would become its stdout."""
+    would die of SIGPIPE, and its message must not be failed for that; and the wait until it has read what the
+    commands wrote (Delivery.wait_taken), before their messages are committed. A closed stdout is refused: the
+    first file a command opens would become its stdout."""
     from ocigroup_cli.delivery import Delivery
     from ocigroup_cli.errors import OutputFailed, ReaderGone
 
@@ -162,7 +163,7 @@ def _reader_of_stdout() -> Callable[[], bool]:
             return True
         return False
 
-    return gone
+    return gone, out.wait_taken
 
 
 def value_lines(line: Callable[[Message], bytes]) -> Callable[[Message], bytes]:

@@ -71,9 +71,13 @@ class Crew:
         dead_letter: DeadLetter | None = None,
         rng: random.Random | None = None,
         reader_gone: Callable[[], bool] = lambda: False,
+        output_read: Callable[[Callable[[], bool]], bool] = lambda until: True,
     ) -> None:
         self.opts, self.clock, self.notice, self.stderr_out = options, clock, notice, stderr_out
         self.reader_gone = reader_gone  # whether the reader of the commands' stdout (tail's own) went away
+        # once what the commands wrote to stdout (a pipe) has been read: True, or False when `until()` came true
+        # first; ReaderGone when the reader went away leaving some of it unread (delivery.py wait_taken)
+        self.output_read = output_read
         self.dead_letter, self.rng = dead_letter, rng or random.Random()
         dropped = {f"OCIGROUP_{name}" for name in PER_RUN}
         self.env = {k: v for k, v in os.environ.items() if k not in dropped} | dict(names)

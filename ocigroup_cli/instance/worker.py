@@ -30,7 +30,7 @@ from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.lanes import MAX_PENDING, Lanes, read_size
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.sizing import Sizer
-from ocigroup_cli.errors import OcigroupError
+from ocigroup_cli.errors import OcigroupError, ReaderGone
 from ocigroup_cli.instance.crew import Crew, Verdict, Work, where
 from ocigroup_cli.instance.member import IDLE_WAIT_S, Member, on_read_failure
 from ocigroup_cli.instance.options import TailOptions, TailStats, WorkStats
@@ -111,6 +111,7 @@ class Worker(Member):
                 may_read = self._may_read()
                 if not finished and not may_read:
                     self.changed.wait(TICK_S)
+                    self.reader_gone = self.reader_gone or (self.lanes.idle and self.crew.reader_gone())  # exit 130
             if finished:
                 self.work.stopped = "end" if self.opts.until_end else "max-messages"
                 return
@@ -185,7 +186,7 @@ class Worker(Member):
             w = self.work
             self.started.pop(p, None)
             self.batch_started = min(self.started.values(), default=None)
-            w.retried += v.attempts - 1
+            w.retried += max(v.attempts - 1, 0)  # 0 attempts: not run (the reader had gone)
             if v.kind == "done":
                 w.processed += n
                 self.stats.written = w.processed
@@ -215,7 +216,7 @@ class Worker(Member):
             return
         with self.changed:
             batch = self.lanes.committable()
-        if batch is None:
+        if batch is None or not self._output_read(final):
             return
         with self.interrupts.network() if not final else contextlib.nullcontext(), self.lock:
             try:
@@ -234,6 +235,16 @@ class Worker(Member):
             self.stats.committed_batches += 1
             for p, offset in batch.through.items():
                 self.work.committed[p] = max(offset, self.work.committed.get(p, -1))
+
+    def _output_read(self, final: bool) -> bool:
+        """What the commands wrote to stdout, when it is a pipe, has been read: their messages' work reached the
+        reader, as plain tail commits only what its reader took. A reader that exits leaving some of it unread
+        stops tail (exit 130) with none of it committed. An interrupt ends the wait (at the end, a second one)."""
+        try:
+            return self.crew.output_read(lambda: self.interrupts.count > (1 if final else 0))
+        except ReaderGone:
+            self.reader_gone = True
+            return False
 
     def _commit_refused(self, exc: OcigroupError) -> None:
         """Under the lock: a partition moved (a rebalance), the cursor expired, or the group's position was lost."""
@@ -326,6 +337,8 @@ class Worker(Member):
         crew.join(5)
         try:
             self._commit_settled(final=True)
+            if self.reader_gone and self.work.stopped in ("end", "max-messages"):  # with output of theirs unread
+                self.work.stopped = "reader-gone"
         finally:
             self._stop_beating()
 

@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import stat
+import time
 
 import pytest
 
@@ -266,6 +267,34 @@ def test_when_the_reader_of_stdout_goes_away_tail_stops_and_fails_nothing(api_ke
         assert "stopped, the reader of stdout went away" in text and "skipped after" not in text, text
         w.assert_committed_were_processed()
         assert all(c is None or c < 29 for c in w.committed().values())
+
+
+def test_what_the_commands_wrote_is_committed_only_once_the_reader_of_stdout_read_it(api_key, tmp_path):
+    """The commands' work here is their output into tail's stdout, a pipe: a message is committed once its output
+    was read, as plain tail commits only what its reader took. A reader that exits without reading what sits in the
+    pipe stops tail with exit 130 and nothing of it committed; a slow reader that reads it all is waited for."""
+    import subprocess
+
+    from tests.helpers import cli as proc
+
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish([f"m{i}" for i in range(20)])
+        command = [proc.exe(), *w.args("--exec", f"cat; echo; {RECORD}", "-e")]
+        unread = subprocess.Popen(command, env=w.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        while len(w.processed()) < 20:  # every command ran: its output sits in the pipe, unread
+            time.sleep(0.05)
+        time.sleep(0.5)
+        unread.stdout.close()  # the reader exits without reading
+        _, err = unread.communicate(timeout=60)
+        text = err.decode()
+        assert unread.returncode == 130 and "the reader of stdout went away" in text, text
+        assert "-1" not in text and all(c is None for c in w.committed().values()), text
+
+        slow = subprocess.run(["sh", "-c", '"$@" | (sleep 2; cat)', "sh", *command], env=w.env,
+                              capture_output=True, timeout=60)  # fmt: skip
+        assert slow.returncode == 0, slow.stderr.decode()
+        assert slow.stdout.decode().split() == [f"m{i}" for i in range(20)]
+        assert w.committed()[0] == max(w.offsets()[0])
 
 
 def test_a_closed_stdout_is_refused_before_joining(api_key, tmp_path):
