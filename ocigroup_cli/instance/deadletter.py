@@ -12,6 +12,7 @@ Both are opened before the instance joins its group, so a destination that canno
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -22,7 +23,7 @@ from typing import Protocol
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
-from ocigroup_cli.errors import TransientError, UsageError
+from ocigroup_cli.errors import OutputFailed, TransientError, UsageError
 from ocigroup_cli.instance.command import Outcome
 from ocigroup_cli.ops.publish import publish
 
@@ -79,13 +80,18 @@ class FileDeadLetter:
         lines = b"".join(self._line(m, outcome, attempts) for m in work)
         with self.lock:
             view = memoryview(lines)
+            whole: int | None = None  # the file's size before: a failed write is cut back to it
             try:
                 self._still_there()
+                whole = os.fstat(self.fd).st_size
                 while view:
                     view = view[os.write(self.fd, view) :]
                 os.fsync(self.fd)
             except OSError as exc:
-                raise TransientError(
+                if whole is not None:  # a full disk took part of a record: no line is left half-written
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self.fd, whole)
+                raise OutputFailed(
                     f"cannot write the dead-letter file {self.path}: {exc.strerror or exc}.",
                     "free some space or fix the file; the message was not committed and is run again",
                 ) from None
