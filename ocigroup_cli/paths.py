@@ -93,13 +93,14 @@ def replace_file(path: Path, text: str, make_parent: bool = True, private: bool 
     tmp.replace(path)
 
 
-def keep_newest(path: Path, key: str, value: Any, keep: int, private: bool = False) -> None:
+def keep_newest(path: Path, key: str, value: Any, keep: int) -> None:
     """Put `value` under `key` in the JSON object at `path` as its newest entry, and keep the `keep` newest (a
-    state file of recent entries: hints and caches, read with read_json_object). Raises OSError."""
+    state file of recent entries: hints and caches, read with read_json_object; its owner's only, as every state
+    file). Raises OSError."""
     entries = read_json_object(path)
     entries.pop(key, None)
     entries[key] = value
-    replace_file(path, json.dumps(dict(list(entries.items())[-keep:])), private=private)
+    replace_file(path, json.dumps(dict(list(entries.items())[-keep:])))
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -63,7 +63,7 @@ def _keep(digest: str, doc: Any, lines: Lines) -> None:
     with contextlib.suppress(OcigroupError, OSError, TypeError, ValueError):
         if json.loads(json.dumps(entry, allow_nan=False))["doc"] != doc:
             return  # JSON would not give this document back as it is
-        keep_newest(_cache(), digest, entry, KEEP_PARSED, private=True)
+        keep_newest(_cache(), digest, entry, KEEP_PARSED)
 
 
 def _parse(path: Path, raw: bytes) -> tuple[Any, Lines]:

@@ -23,6 +23,9 @@ def test_a_fresh_state_directory_and_everything_in_it_are_private(tmp_path):
     try:
         done = proc.run(["--profile", "local", "publish", "a secret value"], env)
         assert done.returncode == 0, done.stderr.decode()
+        for args in (["tail", "audit", "--create", "-n", "1"], ["inspect", "audit"]):  # their hints and caches
+            done = proc.run(["--profile", "local", *args], env)
+            assert done.returncode == 0, done.stderr.decode()
     finally:
         subprocess.run([proc.exe(), "--profile", "local", "emulator", "stop"], env=env, capture_output=True, timeout=60)
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
@@ -30,7 +33,8 @@ def test_a_fresh_state_directory_and_everything_in_it_are_private(tmp_path):
     os.umask(umask)  # only what is ocigroup's own is made 0700; above it, the user's umask rules
     assert stat.S_IMODE((tmp_path / "deep").stat().st_mode) == 0o777 & ~umask
     found = list(state.rglob("*"))
-    assert {"emulator.db", "emulator.log", "streams.json", "key.pem", "key_public.pem"} <= {p.name for p in found}
+    kept = {"emulator.db", "emulator.log", "streams.json", "key.pem", "key_public.pem", "groups.json", "newest.json"}
+    assert kept <= {p.name for p in found}, sorted(p.name for p in found)
     loose = [f"{p.relative_to(state)} {oct(stat.S_IMODE(p.stat().st_mode))}" for p in found
              if stat.S_IMODE(p.stat().st_mode) & 0o077]  # fmt: skip
     assert not loose

@@ -61,7 +61,7 @@ def save(stream_id: str, group: str, cap: int, reaches: dict[int, Reach], sizer:
     weight = min(sizer.messages, KEEP_SIZE_OF)
     scaled = [weight, sizer.size * weight // sizer.messages] if sizer.messages else [0, 0]
     with contextlib.suppress(OSError):
-        keep_newest(_file(), _key(stream_id, group), {"cap": cap, "sizer": scaled, "reaches": kept}, KEEP_LOOKS, True)
+        keep_newest(_file(), _key(stream_id, group), {"cap": cap, "sizer": scaled, "reaches": kept}, KEEP_LOOKS)
 
 
 def _message(p: int, pair: Any) -> Message | None:
