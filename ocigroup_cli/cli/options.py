@@ -70,7 +70,7 @@ def session(ctx: typer.Context, profile: Profile) -> Session:
 
     g = globals_of(ctx)
     s = open_session(profile, g.clock, console.notice, trace=console.notice if g.verbose else None,
-                     options=g.repeated(stream=False))  # fmt: skip
+                     options=g.repeated(stream=False), stream_options=g.repeated())  # fmt: skip
     ctx.call_on_close(s.close)
     g.clock = s.clock  # "now" from here on: the emulator's where it is one in test mode (ops/testclock.py)
     for warning in s.warnings:

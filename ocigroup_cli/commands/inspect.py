@@ -174,7 +174,7 @@ def inspect(
     fail_on = (fail_on_time_lag, fail_on_health.upper() if fail_on_health else None)
     limit = None if time_limit < 0 else time_limit
     check = lambda view, verdict: _thresholds(view, verdict, fail_on_lag, limit, fail_on)  # noqa: E731
-    every.thresholds(looked, check, all_groups, s.options)
+    every.thresholds(looked, check, all_groups, s.stream_options)
     if metrics.refused:  # a cron line must not pass while its alarms go blind
         raise OcigroupError(f"OCI Monitoring refused {len(metrics.refused)} metric(s): {metrics.refused[0]}.")
 

@@ -197,7 +197,7 @@ def _new_plan(s: Session, profile: Profile, target: Position, now_ms: int) -> Pl
     from ocigroup_cli.ops.reset import plan
 
     name = profile.require(profile.settings.group.name, "group.name", "GROUP")
-    with named(s.stream, name, list(profile.file_groups), s.options):
+    with named(s.stream, name, list(profile.file_groups), s.stream_options):
         return plan(s.client, s.stream, name, target, now_ms)
 
 

@@ -249,7 +249,7 @@ def _peek(
     from ocigroup_cli.ops.groups import named
 
     try:  # SIGTERM arrives as KeyboardInterrupt (app.py)
-        with named(s.stream, name, list(profile.file_groups), s.options):
+        with named(s.stream, name, list(profile.file_groups), s.stream_options):
             if not peek(s.client, s.stream, name, sink, count, partition, offset, console.warn):
                 where = "" if partition is None else f" in partition {partition}"
                 console.notice(f"nothing to read{where} after {'offset' if offset is not None else 'the commit'}")

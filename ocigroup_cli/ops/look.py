@@ -49,7 +49,7 @@ def look(
             raise
         last = seen(s.stream.id).get(group)
         if last is None and group not in s.profile.named_groups():  # never seen, never named: a typo, maybe
-            raise unknown(s.stream, group, list(s.profile.file_groups), exc, s.options) from None
+            raise unknown(s.stream, group, list(s.profile.file_groups), exc, s.stream_options) from None
         view = gone_view(s.stream, group, now_ms, last)  # an incident: the group this machine used is gone
     if before is None and view.gone is None:
         remember(s.stream.id, group, now_ms)

@@ -24,6 +24,7 @@ class Session:
     client: StreamingClient
     _stream: StreamInfo | None = field(default=None, repr=False)
     options: str = ""  # the global options that chose the profile, for a command shown to the user
+    stream_options: str = ""  # those and the ones that chose the stream: for a command about the stream's groups
     _cached: bool = field(default=False, repr=False)  # the stream's location came from the cache
     _looked_again: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -88,6 +89,7 @@ def open_session(
     notice: Callable[[str], None],
     trace: Callable[[str], None] | None = None,
     options: str = "",
+    stream_options: str = "",
 ) -> Session:
     if profile.local:
         from ocigroup_cli.ops import local  # the local emulator's own (a profile for a service needs none of it)
@@ -96,6 +98,6 @@ def open_session(
     service = ServiceClock(clock.base if isinstance(clock, ServiceClock) else clock)
     client = StreamingClient(profile, service, trace=trace)
     testclock.attach(client, service)
-    session = Session(profile, client, options=options)
+    session = Session(profile, client, options=options, stream_options=stream_options)
     client.on_stream_missing = session.stream_missing
     return session

@@ -50,7 +50,7 @@ def used(api_key, tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     config = write_config(elsewhere, api_key, server.url, group__name="billing")
-    yield {"config": config, "env": proc.clean_env(state), "sid": sid}
+    yield {"config": config, "env": proc.clean_env(state), "sid": sid, "sdk": sdk}
     server.stop()
 
 
@@ -62,6 +62,19 @@ def test_a_mistyped_group_prints_the_command_that_lists_the_known_ones(used):
     listed = as_printed(command + " -o json", used["env"])
     assert listed.returncode == 0, listed.stderr.decode()
     assert {row["group"] for row in json.loads(listed.stdout)} >= {"billing", "payments"}
+
+
+def test_a_printed_command_keeps_the_stream_the_command_was_given(used):
+    """`--stream audit inspect GROUP`: the groups to list are audit's, not the profile's stream's."""
+    audit = used["sdk"].stream(partitions=1, name="audit")
+    groups.remember(audit, "auditors", SystemClock().time_ms())
+    r = proc.run(["--config", used["config"], "--stream", "audit", "inspect", "auditor"], used["env"])
+    assert r.returncode == 1 and "did you mean 'auditors'?" in r.stderr.decode(), r.stderr.decode()
+    (command,) = printed(r.stderr)
+    assert command == f"ocigroup --config {used['config']} --stream audit groups list"
+    listed = as_printed(command + " -o json", used["env"])
+    assert listed.returncode == 0, listed.stderr.decode()
+    assert "auditors" in {row["group"] for row in json.loads(listed.stdout)}
 
 
 def test_a_group_that_is_gone_prints_how_to_forget_it_and_that_runs(used):
