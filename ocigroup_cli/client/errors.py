@@ -126,18 +126,7 @@ def connection_failure(
         )
     tunnel = _TUNNEL.match(str(exc))
     if proxy is not None and tunnel:
-        code = int(tunnel.group(1))
-        if code == 407:
-            return ConfigError(
-                f"{operation}: the proxy {proxy.url} (from {proxy.source}) asks for credentials (407).",
-                "put user:password in the proxy URL, or list the host in no_proxy",
-            )
-        if code in (403, 405):
-            return OcigroupError(
-                f"{operation}: the proxy {proxy.url} (from {proxy.source}) refused to connect to {endpoint} ({code}).",
-                "ask for the host to be allowed, or list it in no_proxy to go direct",
-            )
-        return TransientError(f"{operation}: the proxy {proxy.url} could not reach {endpoint} ({code}).")
+        return proxy_refusal(operation, endpoint, proxy, int(tunnel.group(1)))
     if proxy is not None and isinstance(exc, ConnectionRefusedError):
         return TransientError(
             f"{operation}: cannot reach the proxy {proxy.url} (from {proxy.source}): connection refused.",
@@ -154,6 +143,22 @@ def connection_failure(
         f"{operation} failed: cannot reach {endpoint}{via} ({type(exc).__name__}: {exc}).",
         "is the endpoint right and the service up? ('ocigroup emulator status' for the local one)",
     )
+
+
+def proxy_refusal(operation: str, endpoint: str, proxy: Proxy, code: int) -> OcigroupError:
+    """The proxy's own answer `code`, not the service's: to an https tunnel it opens, or to a plain-HTTP request (an
+    answer without the service's opc-request-id)."""
+    if code == 407:
+        return ConfigError(
+            f"{operation}: the proxy {proxy.url} (from {proxy.source}) asks for credentials (407).",
+            "put user:password in the proxy URL, or list the host in no_proxy",
+        )
+    if code in (403, 405):
+        return OcigroupError(
+            f"{operation}: the proxy {proxy.url} (from {proxy.source}) refused to connect to {endpoint} ({code}).",
+            "ask for the host to be allowed, or list it in no_proxy to go direct",
+        )
+    return TransientError(f"{operation}: the proxy {proxy.url} could not reach {endpoint} ({code}).")
 
 
 def retry_after(headers: Any, message: str = "") -> float | None:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Self
 
 from ocigroup_cli.client import tls
 from ocigroup_cli.client.auth import Credentials, credentials
-from ocigroup_cli.client.errors import connection_failure, retry_after, service_failure
+from ocigroup_cli.client.errors import connection_failure, proxy_refusal, retry_after, service_failure
 from ocigroup_cli.client.pacing import Pacer
 from ocigroup_cli.client.regions import streaming_endpoint
 from ocigroup_cli.client.transport import API_VERSION, MAX_ANSWER_BYTES, Response, TooLarge, Transport
@@ -27,6 +27,9 @@ EMULATOR_CLOCK_TIMEOUT_S = 2.0
 # what the service sends at most, with margin, where it is more than transport.MAX_ANSWER_BYTES: a GetMessages of
 # 10,000 messages, whose size the service chooses (ocigroup's own reads ask for 8 MiB of base64 at most)
 ANSWER_BYTES = {"GetMessages": 64 << 20}
+# what a proxy answers itself to a plain-HTTP request it will not (or cannot) pass on: the service's own answers carry
+# an opc-request-id
+PROXY_ANSWERS = (403, 405, 407, 502, 504)
 
 
 class Waiting(NamedTuple):
@@ -205,6 +208,8 @@ class Sender:
             except BadAnswer as exc:
                 return exc, None
             return resp
+        if transport.proxy is not None and rid is None and resp.status in PROXY_ANSWERS:  # plain HTTP, proxied
+            return proxy_refusal(operation, transport.endpoint, transport.proxy, resp.status), None
         try:
             err = resp.json()
         except BadAnswer:  # an error page that is not the service's JSON: its text, as it came

@@ -164,6 +164,23 @@ def test_a_refusing_proxy_is_one_line_and_not_retried(https_server, api_key, tls
     assert code == 1 and "refused to connect" in err and "(403)" in err
 
 
+def test_a_proxy_refusing_plain_http_is_named_not_blamed_on_the_service(api_key, tmp_path, capsys, monkeypatch):
+    """To an http:// endpoint the proxy answers itself (no opc-request-id): its 407 and 403 are the proxy's, as
+    through an https tunnel, not "GetStream failed: 407" or a refusal by the service."""
+    endpoint = f"http://{TEST_HOST}:9"
+    config = config_for(tmp_path, api_key, endpoint)
+    with LoopbackProxy(hosts={TEST_HOST: "127.0.0.1"}, credentials=("ops", "s3cret")) as proxy:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        code, _, err = ocigroup(capsys, config, "publish", "x")
+        assert code == 2 and f"the proxy {proxy.url} (from http_proxy) asks for credentials (407)" in err, err
+    with LoopbackProxy(refuse_all=True) as proxy:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        started = time.monotonic()
+        code, _, err = ocigroup(capsys, config, "publish", "x")
+        assert time.monotonic() - started < 2.0
+        assert code == 1 and f"refused to connect to {endpoint} (403)" in err and "the service" not in err, err
+
+
 def test_a_dead_proxy_is_transient_and_named(api_key, tmp_path, capsys, monkeypatch, free_port):
     monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{free_port}")
     config = config_for(tmp_path, api_key, f"https://{TEST_HOST}:443", deadline_s=1)
