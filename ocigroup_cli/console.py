@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
 
+    from ocigroup_cli.fitted import FittedTable
+
 _err: Console | None = None
 _out: Console | None = None
 QUIET = False
@@ -262,33 +264,43 @@ def _quantity(value: Any) -> bool:
     return isinstance(value, int | float) or (isinstance(value, str) and _QUANTITY.fullmatch(value) is not None)
 
 
+def _least(header: str, cells: Sequence[Any]) -> int:
+    """A text column's least width: its header's longest word, and the longest number in its cells (`387 (2.1s)`
+    folds between the two, never inside one)."""
+    numbers = [w for v in cells for w in str(v).split() if _quantity(w.strip("()"))]
+    return max(len(w) for w in [*header.split(), *numbers])
+
+
 def table(
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
     title: str | None = None,
     whole: Sequence[str] = (),
     cut: Sequence[str] = (),
-) -> Table:
+) -> FittedTable:
     """A table whose columns of quantities are right-aligned (decided by their values, not their names); the
     columns named in `whole` keep each cell on one line (a short phrase read at a glance: a pace), those in `cut`
     too, ending in "…" where they do not fit (a screen of fixed height: the whole text is in the JSON)."""
-    from rich.table import Table
     from rich.text import Text
 
+    from ocigroup_cli.fitted import FittedTable
+
     shown = None if title is None else Text(visible(title), style="italic")
-    t = Table(title=shown, show_edge=False, header_style="bold", box=None, pad_edge=False)
+    t = FittedTable(title=shown, show_edge=False, header_style="bold", box=None, pad_edge=False)
     for i, c in enumerate(columns):
         cells = [row[i] for row in rows if row[i] is not None and row[i] != "-"]
+        widest = max([len(c), *(len(str(v)) for v in cells)])
         # fold, never "…": an identity, OCID or cursor too wide for the terminal continues on the next line;
-        # a number is never folded (its column keeps its widest cell's width: the other columns give way)
+        # a number is never folded (its column keeps its widest cell's width: the other columns give way), nor
+        # a header; narrower than all that, the table is drawn as records (fitted.py)
         if cells and all(map(_quantity, cells)):
-            t.add_column(c, justify="right", no_wrap=True, min_width=max(len(str(v)) for v in cells))
+            t.add_column(c, justify="right", no_wrap=True, min_width=widest)
         elif c in whole:
-            t.add_column(c, justify="left", no_wrap=True, min_width=max((len(str(v)) for v in cells), default=0))
+            t.add_column(c, justify="left", no_wrap=True, min_width=widest)
         elif c in cut:
-            t.add_column(c, justify="left", no_wrap=True, overflow="ellipsis")
+            t.add_column(c, justify="left", no_wrap=True, overflow="ellipsis", min_width=len(c))
         else:
-            t.add_column(c, justify="left", overflow="fold")
+            t.add_column(c, justify="left", overflow="fold", min_width=_least(c, cells))
     for row in rows:  # Text, not markup: a name's "[red]" is a name; its control characters are shown escaped
         t.add_row(*(Text("-" if v is None else visible(str(v))) for v in row))
     return t

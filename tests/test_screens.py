@@ -110,6 +110,26 @@ def test_no_escape_sequences_with_no_color_or_a_dumb_terminal(term, sdk, variabl
     assert "a-long-instance-name-that-must-stay-whole-7f9c4d5b8-x2kqz" in screen.text
 
 
+@pytest.mark.parametrize("columns", [20, 45])
+def test_a_terminal_too_narrow_for_the_table_gets_each_row_whole_as_a_record(term, sdk, columns):
+    """Below the columns' least width (numbers, headers) no number is folded or cut and no column is dropped (Rich
+    cut "1076" into "10"/"76", ended headers in "…" and dropped INSTANCE): each partition is a record instead."""
+    sid, config, env = term
+    entries = sdk.put(sid, [(f"key-{i}", f"m{i}") for i in range(1200)]).entries
+    newest = {p: max(int(e.offset) for e in entries if int(e.partition) == p) for p in (0, 1)}
+    sdk.group_cursor(sid, "billing", "billing-consumer-7f9c4d5b8-x2kqz")
+    screen = proc.on_pty(["--config", config, "inspect"], env, columns=columns, rows=80)
+    assert screen.code == 0, screen.text
+    assert "…" not in screen.text, screen.text
+    lines = [line.strip() for line in screen.lines]
+    for header in ("PARTITION", "INSTANCE", "LEFT", "COMMITTED", "NEXT", "NEWEST (AGE)", "LAG", "TIME-LAG"):
+        assert sum(line.startswith(header) for line in lines) == 2, (header, screen.text)  # a record a partition
+    shown = [line.split()[2] for line in lines if line.startswith("NEWEST (AGE)")]
+    assert shown == [str(newest[0]), str(newest[1])], screen.text
+    instance = "".join(line for line in lines if line and not line.startswith(("PARTITION", "LEFT", "COMMITTED")))
+    assert "billing-consumer-7f9c4d5b8-x2kqz" in instance.replace(" ", ""), screen.text  # folded, never cut
+
+
 def test_lag_ranges_and_newest_offsets_stay_whole_at_80_columns(term, sdk):
     """Numbers are never folded: the instance's name gives way, and the lag range reads whole on its row."""
     sid, config, env = term
