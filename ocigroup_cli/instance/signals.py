@@ -38,7 +38,10 @@ class Signals:
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        # one the process was started with ignored stays ignored, as plain tail leaves it (a shell starts a script's
+        # background job with SIGINT ignored: the terminal's Ctrl-C is not for it)
+        taken = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not signal.SIG_IGN]
+        before = {s: signal.signal(s, on_signal) for s in taken}
         try:
             yield
         finally:

@@ -297,6 +297,35 @@ def test_what_the_commands_wrote_is_committed_only_once_the_reader_of_stdout_rea
         assert w.committed()[0] == max(w.offsets()[0])
 
 
+def test_an_inherited_ignored_sigint_stays_ignored_as_plain_tail_leaves_it(api_key, tmp_path):
+    """A script's background job starts with SIGINT ignored (the terminal's Ctrl-C is not for it): `tail --exec`
+    keeps it so, as plain `tail` does; SIGTERM stops it (exit 130)."""
+    import signal
+    import subprocess
+
+    from tests.helpers import cli as proc
+
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish(["a"])
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", proc.exe(), *w.args("--exec", RECORD)]
+        tail = subprocess.Popen(command, env=w.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            while not w.processed():
+                assert tail.poll() is None, tail.stderr.read().decode()
+                time.sleep(0.05)
+            tail.send_signal(signal.SIGINT)
+            time.sleep(1.0)
+            assert tail.poll() is None  # still running
+            tail.send_signal(signal.SIGTERM)
+            _, err = tail.communicate(timeout=30)
+            assert tail.returncode == 130, err.decode()
+        finally:
+            if tail.poll() is None:
+                tail.kill()
+            tail.wait()
+            tail.stderr.close()
+
+
 def test_a_closed_stdout_is_refused_before_joining(api_key, tmp_path):
     import subprocess
 
