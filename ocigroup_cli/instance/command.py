@@ -42,6 +42,7 @@ class Outcome(NamedTuple):
     ended_by: str | None  # why tail ended it: "its time limit (--exec-timeout 30s)", "tail stopping"; None: it ended
     stderr: list[str]  # its last lines on stderr
     seconds: float
+    unread: int = 0  # bytes of its input it had not read when it ended (what it or its children read counts)
 
     @property
     def ok(self) -> bool:
@@ -103,10 +104,11 @@ def run(
             child.pump(0.25 if due is None else min(0.25, max(0.01, due - now)), stderr_out)
         status = child.reap(stderr_out)
         child.end_leftovers(clock, (ended_at if ended_by else clock.monotonic()) + KILL_AFTER_S)
+        unread = child.unread()
     finally:
         child.close()
     code, sig = (None, -status) if status < 0 else (status, None)
-    return Outcome(code, sig, ended_by, child.tail_lines(), clock.monotonic() - started)
+    return Outcome(code, sig, ended_by, child.tail_lines(), clock.monotonic() - started, unread)
 
 
 class _Child:
@@ -114,6 +116,7 @@ class _Child:
 
     def __init__(self, command: str, stdin: bytes, env: Mapping[str, str]) -> None:
         source = _whole(stdin)
+        self.source, self.size = source, len(stdin)  # kept: its offset, shared with the command, says what it read
         self.err_r, err_w = os.pipe()
         try:
             self.pid = os.posix_spawn(
@@ -127,8 +130,10 @@ class _Child:
                 setpgroup=0,
                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM),
             )
-        finally:
+        except BaseException:
             os.close(source)
+            raise
+        finally:
             os.close(err_w)
         try:
             self.pidfd = os.pidfd_open(self.pid)
@@ -138,6 +143,12 @@ class _Child:
         self.partial = b""
         self.lines: deque[str] = deque(maxlen=TAIL_LINES)
         self.reaped = False
+
+    def unread(self) -> int:
+        try:
+            return max(0, self.size - os.lseek(self.source, 0, os.SEEK_CUR))
+        except OSError:
+            return 0
 
     def exited(self) -> bool:
         if self.pidfd >= 0:
@@ -216,7 +227,7 @@ class _Child:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
             self.reaped = True
-        for fd in (self.err_r, self.pidfd):
+        for fd in (self.err_r, self.pidfd, self.source):
             if fd >= 0:
                 os.close(fd)
         self.err_r = self.pidfd = -1

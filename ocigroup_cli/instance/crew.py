@@ -78,6 +78,7 @@ class Crew:
         # once what the commands wrote to stdout (a pipe) has been read: True, or False when `until()` came true
         # first; ReaderGone when the reader went away leaving some of it unread (delivery.py wait_taken)
         self.output_read = output_read
+        self.said_unread = threading.Event()
         self.dead_letter, self.rng = dead_letter, rng or random.Random()
         dropped = {f"OCIGROUP_{name}" for name in PER_RUN}
         self.env = {k: v for k, v in os.environ.items() if k not in dropped} | dict(names)
@@ -110,6 +111,7 @@ class Crew:
             outcome = command.run(o.command, data, self._env(work, attempt), self.clock, o.timeout_s, self.end_now,
                                   self.stderr_out)  # fmt: skip
             if outcome.ok:
+                self._unread(work, outcome.unread, len(data))
                 return Verdict(work, "done", outcome, attempt)
             if outcome.ended_by == "tail stopping":
                 return Verdict(work, "ended", outcome, attempt)
@@ -143,6 +145,14 @@ class Crew:
                         f"kept in {self.dead_letter.describe()}")  # fmt: skip
             return Verdict(work, "dead-lettered", outcome, attempts)
         return Verdict(work, "failed", outcome, attempts)
+
+    def _unread(self, work: Work, unread: int, size: int) -> None:
+        """Said once: a command that succeeded without reading all of its input (`head -1` of a batch) is done,
+        and its messages are committed, the ones it did not read too."""
+        if unread and not self.said_unread.is_set():
+            self.said_unread.set()
+            self.notice(f"{where(work)}: the command succeeded without reading all of its input ({unread} of "
+                        f"{size} bytes unread); its message(s) are done and committed (said once)")  # fmt: skip
 
     def _input(self, work: Work) -> bytes:
         """A message's value as it is, or each message as a line (--exec-batch, or a --format chosen)."""

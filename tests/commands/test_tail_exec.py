@@ -326,6 +326,21 @@ def test_an_inherited_ignored_sigint_stays_ignored_as_plain_tail_leaves_it(api_k
             tail.stderr.close()
 
 
+def test_a_command_that_succeeds_without_reading_all_of_its_batch_is_said_once(api_key, tmp_path):
+    """`--exec-batch 500 --exec 'head -1'`: exit 0, so the batch is done and committed, but the messages it never
+    read are named once (the input is a file: its offset says how much the command and its children read)."""
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish([f"m{i}" for i in range(30)])
+        r = w.run("--exec-batch", "500", "--exec", f'head -1 >> "{tmp_path / "read"}"', "-e")
+        text = r.stderr.decode()
+        assert r.returncode == 0, text
+        assert text.count("the command succeeded without reading all of its input") == 1, text
+        assert (tmp_path / "read").read_text().count("\n") < 30
+        w.publish([f"n{i}" for i in range(30)])
+        whole = w.run("--exec-batch", "500", "--exec", "cat >/dev/null", "-e")
+        assert whole.returncode == 0 and b"without reading" not in whole.stderr, whole.stderr.decode()
+
+
 def test_a_closed_stdout_is_refused_before_joining(api_key, tmp_path):
     import subprocess
 
