@@ -370,7 +370,7 @@ def is_tty(stream: Any) -> bool:
 def ask(question: str) -> bool:
     """A yes/no question on stderr, answered on stdin (no by default). Not click's confirm: it writes a space to
     stdout after the question, and stdout may be data (`tail > file`)."""
-    _write_err(f"{_wrapped(question + ' [y/N]:')} ")
+    _write_err(f"{_wrapped(visible(question) + ' [y/N]:')} ")  # it names what the service said: instances
     try:
         answer = sys.stdin.readline()
     except (OSError, ValueError):

@@ -97,3 +97,19 @@ def test_doctor_shows_the_stream_and_group_names_escaped(hostile):
     text = screen.text.replace("\n", "")
     assert "ord;\\x1b[2J" in text and "OK      stream-consume" in text, text
     assert "\\x1b]0;PWNTITLE\\x07\\x1b[31mRED" in text  # the group's line
+
+
+def test_the_join_question_names_the_live_instances_escaped(hostile):
+    """`tail GROUP` on a terminal asks before taking partitions from a live instance: its name comes from the
+    service, and an instance named with escape sequences cleared the screen and set the title there."""
+    config, env, _ = hostile
+    screen = proc.on_pty(
+        ["--config", config, "--stream", STREAM, "tail", GROUP, "-n", "1"],
+        env,
+        columns=120,
+        ctrl_c_when=lambda seen: b"Join anyway?" in seen,
+        typed=b"n\n",
+    )  # a no, typed
+    assert screen.code == 2, screen.text
+    _clean(screen.raw)
+    assert "inst-\\x1b[2J" in screen.text.replace("\n", "") and "Join anyway?" in screen.text, screen.text
