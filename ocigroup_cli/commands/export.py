@@ -249,8 +249,8 @@ def verify(
     if out != "table":
         console.emit(result, out)
     else:
-        for line in [*problems, *(f"truncated: {note}" for note in short)]:
-            console.data_line(line)
+        for line in [*problems, *(f"truncated: {note}" for note in short)]:  # names from the files: escaped
+            console.data_line(console.visible(line))
     if problems:
         raise OcigroupError(f"{directory}: {len(problems)} difference(s) from its manifest.")
     if short and not allow_truncated:
@@ -259,8 +259,10 @@ def verify(
     if out == "table":
         whole = "" if not short else " (truncated, accepted with --allow-truncated)"
         console.data_line(
-            f"OK: {directory}: {doc['rows']:,} rows in {len(doc['files'])} file(s) match the manifest "
-            f"(content digest {doc['content_digest']['value'][:16]}…){whole}"
+            console.visible(
+                f"OK: {directory}: {doc['rows']:,} rows in {len(doc['files'])} file(s) match the manifest "
+                f"(content digest {doc['content_digest']['value'][:16]}…){whole}"
+            )
         )
 
 

@@ -35,15 +35,12 @@ def load(directory: Path) -> dict[str, Any]:
 def checked(text: str, where: str) -> dict[str, Any]:
     """A manifest's text as its document, or a UsageError naming what is wrong with it."""
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{where}: not valid JSON ({exc}).") from None
-    if (
-        not isinstance(doc, dict)
-        or doc.get("format") not in manifest.EXTENSIONS
-        or not isinstance(doc.get("files"), list)
-    ):
-        raise UsageError(f"{where}: not an ocigroup export manifest.")
+        doc: dict[str, Any] = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{where}: not valid JSON ({str(exc)[:200] or type(exc).__name__}).") from None
+    wrong = _misshapen(doc) if isinstance(doc, dict) else "not a JSON object"
+    if wrong or doc.get("format") not in manifest.EXTENSIONS:
+        raise UsageError(f"{where}: not an ocigroup export manifest ({wrong or 'no format it knows'}).")
     if doc.get("manifest_version") not in (1, manifest.VERSION):
         raise UsageError(
             f"{where}: manifest version {doc.get('manifest_version')!r} is not one this ocigroup knows "
@@ -51,6 +48,38 @@ def checked(text: str, where: str) -> dict[str, Any]:
             "verify it with the ocigroup version that wrote it (the manifest's tool.version)",
         )
     return doc
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON has")
+
+
+def _misshapen(doc: dict[str, Any]) -> str | None:
+    """What of the manifest's fields verify reads is not of its kind (a hand-edited or hostile file), if any."""
+    files, partitions = doc.get("files"), doc.get("partitions", [])
+    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in files):
+        return "'files' must be a list of objects with a 'name'"
+    if not isinstance(partitions, list) or not all(
+        isinstance(p, dict) and _integer(p.get("partition")) and isinstance(p.get("requested") or {}, dict)
+        for p in partitions
+    ):
+        return "'partitions' must be a list of objects with a whole-number 'partition'"
+    if not isinstance(doc.get("content_digest", {}), dict) or not isinstance(doc.get("requested") or {}, dict):
+        return "'content_digest' and 'requested' must be objects"
+    if "rows" in doc and not _integer(doc["rows"]):
+        return "'rows' must be a whole number"
+    for name in ("fixed_end", "to_time"):
+        value = doc.get(name) if name == "fixed_end" else (doc.get("requested") or {}).get(name)
+        try:
+            if value is not None:
+                parse_rfc3339_ms(value)
+        except (TypeError, ValueError, AttributeError):
+            return f"'{name}' must be a time (RFC 3339), not {str(value)[:40]!r}"
+    return None
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _differ(what: str, claimed: Any, found: Any) -> str:
