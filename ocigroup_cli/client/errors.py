@@ -8,6 +8,7 @@ transient (exit 4) and is retried inside the deadline.
 from __future__ import annotations
 
 import http.client
+import math
 import re
 import socket
 import ssl
@@ -35,6 +36,7 @@ from ocigroup_cli.iam.permissions import grants_for
 
 RETRIABLE_CONFLICTS = ("IncorrectState", "LockConflict")
 NOT_TLS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
+RETRY_AFTER_MAX_S = 300.0  # the longest a Retry-After is heeded
 _TUNNEL = re.compile(r"Tunnel connection failed: (\d{3})")
 _NEXT_IN = re.compile(r"next request can be made in (\d+) ?ms", re.IGNORECASE)
 # The service's own words for two refusals a consumer must tell apart (its error code names are not published;
@@ -167,8 +169,14 @@ def retry_after(headers: Any, message: str = "") -> float | None:
     try:
         value = headers.get("retry-after") if headers is not None else None
         if value:
-            return float(value)
+            return _sane(float(value))
     except (TypeError, ValueError):
         pass
     said = _NEXT_IN.search(message)
-    return int(said.group(1)) / 1000 if said else None
+    return _sane(int(said.group(1)) / 1000) if said else None
+
+
+def _sane(seconds: float) -> float | None:
+    """A wait the service could mean: none for inf, nan or a negative one; at most RETRY_AFTER_MAX_S (a tail must
+    not sleep for days on one answer's word)."""
+    return min(seconds, RETRY_AFTER_MAX_S) if math.isfinite(seconds) and seconds >= 0 else None

@@ -39,6 +39,10 @@ class TooLarge(Exception):
         self.size, self.limit = size, limit
 
 
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
 @dataclass
 class Response:
     status: int
@@ -53,8 +57,8 @@ class Response:
         """The answer's JSON (parsed once); BadAnswer when it is not JSON (an HTML page, a truncated body)."""
         if not self._parsed:
             try:
-                self._doc = json.loads(self.body) if self.body else None
-            except ValueError:
+                self._doc = json.loads(self.body, parse_constant=_not_json) if self.body else None
+            except (ValueError, RecursionError):  # RecursionError: "[[[[…" a hundred thousand deep
                 kind = self.headers.get("content-type", "").split(";")[0].strip().lower()
                 what = "an HTML page" if kind == "text/html" or self.body.lstrip()[:1] == b"<" else "invalid JSON"
                 raise self.bad(f"{what} ({len(self.body):,} bytes{f', {kind}' if kind else ''})") from None

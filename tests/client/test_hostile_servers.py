@@ -86,6 +86,7 @@ def test_an_answer_larger_than_the_service_sends_is_refused_in_bounded_memory(ap
         ("html", "answered 200 with an HTML page (104 bytes, text/html), not the service's answer"),
         ("bad-json", "answered 200 with invalid JSON (21 bytes, application/json), not the service's answer"),
         ("wrong-shape", "answered 200 with an answer of an unexpected shape (TypeError:"),
+        ("deep-json", "answered 200 with invalid JSON (100,000 bytes, application/json), not the service's answer"),
     ],
 )
 def test_an_answer_that_is_not_the_services_is_its_fault_not_a_bug(api_key, tmp_path, behaviour, said):
@@ -113,3 +114,12 @@ def test_object_storage_calls_are_held_to_the_deadline_too(api_key, tmp_path):
     assert server.held_s() < DEADLINE_S + 3, server.held_s()  # the process's start and imports aside
     assert seconds < DEADLINE_S + 30, seconds
     assert "did not answer whole within 3 s" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(("header", "heeded"), [("inf", None), ("1e308", 300.0), ("999999", 300.0), ("-1", None),
+                                                ("nan", None), ("tomorrow", None), ("2.5", 2.5)])  # fmt: skip
+def test_a_retry_after_is_heeded_up_to_five_minutes_and_never_crashes(header, heeded):
+    """`Retry-After: inf` crashed a joined tail (OverflowError), and 999999 put it to sleep for 11 days."""
+    from ocigroup_cli.client.errors import retry_after
+
+    assert retry_after({"retry-after": header}) == heeded

@@ -10,7 +10,16 @@ import threading
 import time
 
 HTML = b"<!DOCTYPE html><html><head><title>Sign in to the guest network</title></head><body>Welcome</body></html>"
-BEHAVIOURS = ("trickle-headers", "trickle-body", "huge-length", "huge-stream", "html", "bad-json", "wrong-shape")
+BEHAVIOURS = (
+    "trickle-headers",
+    "trickle-body",
+    "huge-length",
+    "huge-stream",
+    "html",
+    "bad-json",
+    "wrong-shape",
+    "deep-json",
+)
 
 
 class HostileServer:
@@ -105,6 +114,9 @@ class HostileServer:
 
     def _bad_json(self, conn: socket.socket) -> None:
         self._answer(conn, b'[{"id": "ocid1.stream', "application/json")
+
+    def _deep_json(self, conn: socket.socket) -> None:  # Python's parser recurses: RecursionError, not ValueError
+        self._answer(conn, b"[" * 100_000, "application/json")
 
     def _wrong_shape(self, conn: socket.socket) -> None:
         self._answer(conn, b'{"streams": "none", "data": [1, 2, 3]}', "application/json")
