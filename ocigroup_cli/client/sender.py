@@ -214,9 +214,13 @@ class Sender:
             err = resp.json()
         except BadAnswer:  # an error page that is not the service's JSON: its text, as it came
             err = None
-        if isinstance(err, dict):
-            code, message = err.get("code"), str(err.get("message", ""))
+        if isinstance(err, dict):  # the service's words fit a line: a server's 10 MB of them are cut
+            code, message = str(err.get("code") or "")[:100] or None, _cut(str(err.get("message", "")), 1000)
         else:
             code, message = None, resp.body.decode("utf-8", "replace")[:200]
         failure = service_failure(operation, resp.status, code, message, rid, bool(query and "cursor" in query))
         return failure, retry_after(resp.headers, message)
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else f"{text[:most]}… ({len(text):,} characters)"

@@ -20,6 +20,9 @@ from ocigroup_cli.core.models import Message, PutResult, Reservation, StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.errors import NotFound, OcigroupError
 
+MAX_MESSAGES = 10_000  # the most one GetMessages returns (its limit's largest value, and its default)
+MAX_OFFSET = 1 << 63  # an offset is a long
+
 __all__ = ["StreamingClient", "Waiting", "stream_info"]
 
 
@@ -115,12 +118,7 @@ class StreamingClient(Sender):
             ]
         }
         resp = self._data("PutMessages", stream, "POST", "messages", body=body, sign_body=False)
-        return resp.shaped(
-            lambda doc: [
-                PutResult(None if "partition" not in e else int(e["partition"]), e.get("offset"), e.get("error"))
-                for e in doc["entries"]
-            ]
-        )
+        return resp.shaped(lambda doc: _put_results(doc, len(entries), stream.partitions))
 
     def create_group_cursor(
         self,
@@ -183,7 +181,7 @@ class StreamingClient(Sender):
         resp = self._data(
             "GetMessages", stream, "GET", "messages", query=query, patient=patient, budget=budget, per_second=5
         )
-        messages = resp.shaped(_messages)
+        messages = resp.shaped(lambda doc: _messages(doc, stream.partitions, limit or MAX_MESSAGES))
         following = resp.headers.get("opc-next-cursor")
         if not following:
             raise resp.bad("no opc-next-cursor header")
@@ -250,14 +248,39 @@ def _reservations(data: Any) -> list[Reservation]:
     )
 
 
-def _messages(doc: Any) -> list[Message]:
+def _messages(doc: Any, partitions: int, limit: int) -> list[Message]:
+    """GetMessages' answer: at most `limit` messages (more would be committed unseen: a commit covers a whole
+    read), each of a partition the stream has, at an offset that can be one."""
     if not isinstance(doc, list):
         raise TypeError("not a list of messages")
+    if len(doc) > limit:
+        raise ValueError(f"{len(doc):,} messages, more than the {limit:,} asked for")
     out = [Message(int(m["partition"]), m["offset"], m["timestamp"], m.get("key"), m["value"]) for m in doc]
     for m in out:
-        if not isinstance(m.offset, int) or not isinstance(m.value, str) or not isinstance(m.timestamp, str):
-            raise TypeError(f"a message at offset {m.offset!r} of an unexpected shape")
+        if type(m.offset) is not int or not isinstance(m.value, str) or not isinstance(m.timestamp, str):
+            raise TypeError(f"a message at offset {str(m.offset)[:40]!r} of an unexpected shape")
+        if not 0 <= m.offset < MAX_OFFSET or not (0 <= m.partition < partitions or partitions <= 0):
+            raise ValueError(f"a message at partition {m.partition}, offset {m.offset}: not one the stream has")
     return out
+
+
+def _put_results(doc: Any, sent: int, partitions: int) -> list[PutResult]:
+    """PutMessages' answer: one entry a message sent, in order; a stored one at a partition and offset it can be."""
+    results = [
+        PutResult(None if "partition" not in e else int(e["partition"]), e.get("offset"), e.get("error"))
+        for e in doc["entries"]
+    ]
+    if len(results) != sent:
+        raise ValueError(f"{len(results)} entries for the {sent} message(s) sent")
+    for r in results:
+        if r.error is None and (
+            type(r.offset) is not int
+            or not 0 <= r.offset < MAX_OFFSET
+            or r.partition is None
+            or not (0 <= r.partition < partitions or partitions <= 0)
+        ):
+            raise ValueError(f"a message stored at partition {r.partition}, offset {str(r.offset)[:40]}")
+    return results
 
 
 def _value(doc: Any) -> str:

@@ -123,3 +123,14 @@ def test_a_retry_after_is_heeded_up_to_five_minutes_and_never_crashes(header, he
     from ocigroup_cli.client.errors import retry_after
 
     assert retry_after({"retry-after": header}) == heeded
+
+
+def test_the_services_words_are_cut_to_fit_a_line(api_key, tmp_path):
+    """An error message of 10 MB was printed whole: 10,000,275 bytes on stderr for the one line promised."""
+    server = HostileServer("long-error")
+    try:
+        code, err, _, _ = _run(tmp_path, api_key, server, "streams", "list")
+    finally:
+        server.close()
+    assert code == 1 and "… (10,000,000 characters)" in err, err[:300]
+    assert len(err) < 3000

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import oci
 import pytest
 
@@ -125,3 +127,48 @@ def test_service_errors_carry_the_request_id(client):
         client.get_stream("ocid1.stream.oc1..missing")
     assert "404" in info.value.message and "opc-request-id" in info.value.message
     assert not isinstance(info.value, TransientError)
+
+
+def _m(partition=0, offset=0, **more):
+    return {"partition": str(partition), "offset": offset, "timestamp": "2026-01-01T00:00:00Z", "value": "dg==", **more}
+
+
+@pytest.mark.parametrize(
+    ("answer", "limit", "said"),
+    [
+        ([_m(offset=i) for i in range(6)], 5, "6 messages, more than the 5 asked for"),
+        ([_m(partition=9)], 10, "partition 9, offset 0: not one the stream has"),
+        ([_m(partition=-1)], 10, "partition -1"),
+        ([_m(offset=-3)], 10, "offset -3"),
+        ([_m(offset=2**80)], 10, "not one the stream has"),
+        ([_m(offset=True)], 10, "of an unexpected shape"),
+        ([_m(offset="7")], 10, "of an unexpected shape"),
+    ],
+)
+def test_get_messages_answers_the_service_never_sends_are_refused(answer, limit, said):
+    """More messages than asked for would be committed unseen (a commit covers the whole read): `tail -n 5` printed
+    and committed 1,000 a hostile server sent. A partition the stream lacks, an offset no long holds, are lies."""
+    from ocigroup_cli.client.streaming import _messages
+
+    with pytest.raises((TypeError, ValueError), match=re.escape(said)):
+        _messages(answer, 2, limit)
+    assert len(_messages([_m(offset=i) for i in range(5)], 2, 5)) == 5
+
+
+@pytest.mark.parametrize(
+    ("entries", "said"),
+    [
+        ([{"partition": "0", "offset": 1}], "1 entries for the 3 message(s) sent"),
+        ([{"partition": "0", "offset": i} for i in range(4)], "4 entries for the 3 message(s) sent"),
+        ([{"partition": "-4", "offset": 1}] * 3, "partition -4"),
+        ([{"partition": "0", "offset": "1"}] * 3, "offset 1"),
+    ],
+)
+def test_put_messages_answers_that_do_not_fit_what_was_sent_are_refused(entries, said):
+    """`publish a b c` crashed (exit 3, zip: argument 2 is shorter) on a server that answered two entries."""
+    from ocigroup_cli.client.streaming import _put_results
+
+    with pytest.raises(ValueError, match=re.escape(said)):
+        _put_results({"entries": entries}, 3, 2)
+    failed = [{"error": "InternalError", "errorMessage": "x"}] * 3
+    assert [r.error for r in _put_results({"entries": failed}, 3, 2)] == ["InternalError"] * 3

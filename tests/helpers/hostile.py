@@ -19,6 +19,7 @@ BEHAVIOURS = (
     "bad-json",
     "wrong-shape",
     "deep-json",
+    "long-error",
 )
 
 
@@ -117,6 +118,11 @@ class HostileServer:
 
     def _deep_json(self, conn: socket.socket) -> None:  # Python's parser recurses: RecursionError, not ValueError
         self._answer(conn, b"[" * 100_000, "application/json")
+
+    def _long_error(self, conn: socket.socket) -> None:  # the service's error shape, its words 10 MB long
+        body = b'{"code": "NotAuthorizedOrNotFound", "message": "' + b"A" * 10_000_000 + b'"}'
+        conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nopc-request-id: x\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)  # fmt: skip
 
     def _wrong_shape(self, conn: socket.socket) -> None:
         self._answer(conn, b'{"streams": "none", "data": [1, 2, 3]}', "application/json")
