@@ -94,7 +94,7 @@ SCHEMA: dict[str, Key] = {
     "region": Key(str, "us-ashburn-1", "OCI region (also taken from the OCI config file)"),
     "endpoint": Key(str, None, "override the service endpoint (admin and messages), e.g. the emulator's URL"),
     "cert_bundle": Key(str, None, "PEM file of CA certificates to trust for HTTPS (else the system's)"),
-    "deadline_s": Key((int, float), 30, "overall time limit for one command's requests, retries included", minimum=1),
+    "deadline_s": Key((int, float), 30, "time limit for each request, its retries included", minimum=1),
     "pace_requests": Key(
         bool, True, "stay within the service's per-call rates (off only against an emulator run with --no-rate-limits)"
     ),
