@@ -263,6 +263,8 @@ def _failure(v: Verdict) -> OcigroupError:
     for text in v.outcome.stderr:
         console.notice(f"  stderr: {console.visible(text)}", quiet_too=True)
     nothing = "nothing at or past it was committed"
+    if v.kind == "bad-answer" and v.error is not None:
+        return v.error
     if v.error is not None:
         v.error.message = f"{where(v.work)} could not be dead-lettered: {v.error.message} ({nothing})"
         return v.error

@@ -22,6 +22,7 @@ from ocigroup_cli.errors import OcigroupError
 from ocigroup_cli.instance import command
 from ocigroup_cli.instance.command import Outcome
 from ocigroup_cli.instance.deadletter import DeadLetter
+from ocigroup_cli.instance.options import not_base64
 
 RETRY_BASE_S = 1.0  # the first retry after about a second, then 2, 4 ... (half of it jitter)
 RETRY_CAP_S = 60.0
@@ -47,9 +48,10 @@ class ExecOptions(NamedTuple):
 class Verdict(NamedTuple):
     work: Work
     kind: str  # done | skipped | dead-lettered | failed | not-runnable | ended (by tail stopping) | reader-gone
+    #            | bad-answer (a message the service would not send)
     outcome: Outcome
     attempts: int
-    error: OcigroupError | None = None  # the dead-letter destination failed
+    error: OcigroupError | None = None  # the dead-letter destination failed, or the message is a bad answer
 
     @property
     def settled(self) -> bool:
@@ -102,7 +104,10 @@ class Crew:
 
     def _run(self, work: Work) -> Verdict:
         o = self.opts
-        data = self._input(work)
+        try:
+            data = self._input(work)
+        except ValueError:  # a key or value that is not base64: the answer is not the service's, tail stops
+            return Verdict(work, "bad-answer", NOT_RUN, 0, not_base64(work))
         attempt = 0
         while True:
             if self.reader_gone():  # `tail --exec … | head`: a command would write into a closed pipe

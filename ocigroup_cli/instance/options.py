@@ -3,6 +3,7 @@ figures."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -10,6 +11,7 @@ from ocigroup_cli.config import GroupSettings
 from ocigroup_cli.core.models import Message
 from ocigroup_cli.core.session import Rules
 from ocigroup_cli.core.timespec import EARLIEST, Position
+from ocigroup_cli.errors import BadAnswer
 
 
 @dataclass(frozen=True)
@@ -88,3 +90,14 @@ class WorkStats:
             "committed": {str(p): o for p, o in sorted(self.committed.items())},
             "stopped": self.stopped,
         }
+
+
+def not_base64(batch: Sequence[Message]) -> BadAnswer:
+    """The error for a batch holding a key or value that is not base64 (core/models.py decodes strictly)."""
+    for m in batch:
+        try:
+            m.key_bytes(), m.value_bytes()
+        except ValueError:
+            return BadAnswer(f"GetMessages: the message at partition {m.partition}, offset {m.offset} is not base64, "
+                             "not the service's answer; nothing of its read was written or committed")  # fmt: skip
+    return BadAnswer("GetMessages: a message that is not base64, not the service's answer")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from ocigroup_cli import console
 from ocigroup_cli.core.models import Message
 from ocigroup_cli.delivery import Delivery, StreamDelivery
+from ocigroup_cli.instance.options import not_base64
 
 FORMATS = ("value", "json", "template")
 ENCODINGS = ("utf8", "base64", "hex")
@@ -84,7 +85,11 @@ class LineSink:
 
     def deliver(self, batch: list[Message]) -> None:
         console.STATUS.clear()  # a status line on a terminal shared with stdout is never written over
-        self.out.write(b"".join(map(self.line, batch)))
+        try:
+            lines = b"".join(map(self.line, batch))  # all of it before any is written
+        except ValueError:
+            raise not_base64(batch) from None
+        self.out.write(lines)
         self.out.wait_taken()
 
     def check(self) -> None:
