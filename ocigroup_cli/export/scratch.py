@@ -3,7 +3,7 @@
 A task writes a slice there before it uploads it, or fetches objects there to hash them. It holds a lock on the
 directory's `.lock` while it uses it. A task killed with -9 (an export or an engine killed, an executor lost)
 cannot remove its directory, which holds messages; so each new scratch directory first removes the others whose
-lock nobody holds any more. One made a moment ago, whose lock is not taken yet, is left alone.
+lock nobody holds any more. One made a moment ago, whose lock is not in place yet, is left alone.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ def scratch() -> Iterator[Path]:
         if _abandoned(other):
             shutil.rmtree(other, ignore_errors=True)
     made = Path(tempfile.mkdtemp(prefix=PREFIX))
-    fd = os.open(made / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(made / ".taking", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(made / ".taking", made / LOCK)  # the lock appears held: no sweeper ever sees it free
         yield made
     finally:
         shutil.rmtree(made, ignore_errors=True)  # under the lock: no sweeper sees it free before it is gone
