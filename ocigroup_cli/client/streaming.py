@@ -181,7 +181,10 @@ class StreamingClient(Sender):
         resp = self._data(
             "GetMessages", stream, "GET", "messages", query=query, patient=patient, budget=budget, per_second=5
         )
-        messages = resp.shaped(lambda doc: _messages(doc, stream.partitions, limit or MAX_MESSAGES))
+        most = limit or MAX_MESSAGES
+        if resp.body.count(b"{") > most:  # each message is one object: more than asked for, seen before parsing
+            raise resp.bad(f"more than the {most:,} messages asked for")  # 700,000 tiny ones parse into 1.7 GB
+        messages = resp.shaped(lambda doc: _messages(doc, stream.partitions, most))
         following = resp.headers.get("opc-next-cursor")
         if not following:
             raise resp.bad("no opc-next-cursor header")

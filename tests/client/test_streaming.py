@@ -172,3 +172,45 @@ def test_put_messages_answers_that_do_not_fit_what_was_sent_are_refused(entries,
         _put_results({"entries": entries}, 3, 2)
     failed = [{"error": "InternalError", "errorMessage": "x"}] * 3
     assert [r.error for r in _put_results({"entries": failed}, 3, 2)] == ["InternalError"] * 3
+
+
+def test_a_get_messages_answer_of_more_messages_than_asked_is_refused_before_it_is_parsed(api_key, tmp_path):
+    """A 64 MB answer of 700,000 tiny messages parsed into 1.7 GB before its count was checked. Each message is one
+    JSON object: more `{` than the limit is refused (exit 4) before parsing, in bounded memory."""
+    import http.server
+    import threading
+    import tracemalloc
+
+    from ocigroup_cli.core.models import StreamInfo
+    from ocigroup_cli.errors import BadAnswer
+
+    tiny = b'{"partition":"0","offset":0,"timestamp":"2026-01-01T00:00:00Z","value":""}'
+    body = b"[" + b",".join([tiny] * 700_000) + b"]"
+
+    class Lying(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.send_header("opc-next-cursor", "next")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Lying)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    client = StreamingClient(resolve(write_config(tmp_path, api_key, url, deadline_s=10)), ManualClock(0))
+    stream = StreamInfo("ocid1.stream.oc1..x", "orders", 1, 24, "ACTIVE", url, None)
+    try:
+        tracemalloc.start()
+        with pytest.raises(BadAnswer, match="more than the 10 messages asked for"):
+            client.get_messages(stream, "cursor", limit=10)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        client.close()
+        server.shutdown()
+        server.server_close()
+    assert peak < 8 * len(body), peak  # the body and its copies in reading, not 700,000 parsed objects
