@@ -1,13 +1,16 @@
 """Files ocigroup reads from the user (the profile, keys and pass phrases, reset plans, export manifests): regular
 files only, and never more of one than such a file can be. `--config /dev/zero` or a key file that is a FIFO is
 one line and exit 2, not a process growing until the kernel kills it: the kind of file is checked on the open
-descriptor (what was opened is what is read), and its size before and while it is read (a file may still grow)."""
+descriptor (what was opened is what is read), and its size before and while it is read (a file may still grow).
+JSON from outside (files, answers, input lines) is parsed by `json_of` alone."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from ocigroup_cli.errors import ConfigError
 
@@ -49,3 +52,17 @@ def read_text(path: Path, limit: int, what: str) -> str:
         return read_bytes(path, limit, what).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{what} {path}: not UTF-8 text (at byte {exc.start}).") from None
+
+
+def json_of(text: str | bytes) -> Any:
+    """JSON from outside, strictly: ValueError for whatever is not JSON, NaN and Infinity included (Python's parser
+    takes them), and for nesting deeper than its recursion goes (`[[[[…` a hundred thousand deep would otherwise be
+    a RecursionError: an internal error)."""
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")

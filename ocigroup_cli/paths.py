@@ -107,7 +107,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
     """The JSON object a state file holds; {} when the file is missing, unreadable or holds something else
     (state files are caches and hints: losing one costs a lookup, never an error)."""
     with contextlib.suppress(OSError, ValueError, ConfigError):  # ConfigError: not a regular file, or too large
-        doc = json.loads(inputs.read_text(path, MAX_STATE_FILE_BYTES, "state file"))
+        doc = inputs.json_of(inputs.read_text(path, MAX_STATE_FILE_BYTES, "state file"))
         if isinstance(doc, dict):
             return doc
     return {}

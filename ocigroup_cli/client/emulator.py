@@ -5,10 +5,10 @@ reset). Plain HTTP on loopback or the endpoint given, answers bounded in size an
 from __future__ import annotations
 
 import http.client
-import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from ocigroup_cli import inputs
 from ocigroup_cli.errors import AuthFailed, NotFound, ServiceError, TransientError, UsageError
 
 MAX_ANSWER_BYTES = 1 << 20
@@ -28,7 +28,7 @@ def health(port: int, target: str, headers: dict[str, str], timeout_s: float = 0
     finally:
         conn.close()
     try:
-        info = json.loads(body)
+        info = inputs.json_of(body)
     except ValueError:
         return {}
     return info if resp.status == 200 and isinstance(info, dict) else {}
@@ -50,7 +50,7 @@ def admin_post(url: str, target: str, data: bytes, headers: dict[str, str]) -> d
     finally:
         conn.close()
     try:
-        doc = json.loads(answer)
+        doc = inputs.json_of(answer)
     except ValueError:
         doc = None
     if resp.status == 200 and isinstance(doc, dict):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import unquote, urlencode, urlsplit
 
+from ocigroup_cli import inputs
 from ocigroup_cli.client.signing import Signer
 from ocigroup_cli.client.watchdog import WATCHDOG
 from ocigroup_cli.errors import BadAnswer
@@ -39,10 +40,6 @@ class TooLarge(Exception):
         self.size, self.limit = size, limit
 
 
-def _not_json(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
 @dataclass
 class Response:
     status: int
@@ -57,8 +54,8 @@ class Response:
         """The answer's JSON (parsed once); BadAnswer when it is not JSON (an HTML page, a truncated body)."""
         if not self._parsed:
             try:
-                self._doc = json.loads(self.body, parse_constant=_not_json) if self.body else None
-            except (ValueError, RecursionError):  # RecursionError: "[[[[…" a hundred thousand deep
+                self._doc = inputs.json_of(self.body) if self.body else None
+            except ValueError:
                 kind = self.headers.get("content-type", "").split(";")[0].strip().lower()
                 what = "an HTML page" if kind == "text/html" or self.body.lstrip()[:1] == b"<" else "invalid JSON"
                 raise self.bad(f"{what} ({len(self.body):,} bytes{f', {kind}' if kind else ''})") from None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import sys
 from typing import Annotated, Any
 
@@ -14,6 +13,7 @@ from ocigroup_cli import console
 from ocigroup_cli.cli.options import OutputOption, fmt, load_profile, session
 from ocigroup_cli.delivery import Delivery
 from ocigroup_cli.errors import Interrupted, OutputFailed, ReaderGone, TransientError, UsageError
+from ocigroup_cli.inputs import json_of
 
 ENCODINGS = ("utf8", "base64", "hex")
 
@@ -64,7 +64,7 @@ def _typed(stream: Any) -> bytes:
 
 def _json_line(n: int, line: str, encoding: str) -> tuple[bytes | None, bytes]:
     try:
-        doc = json.loads(line)
+        doc = json_of(line)
         if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
             raise ValueError("needs a string 'value'")
         k = doc.get("key")

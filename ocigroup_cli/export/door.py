@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ocigroup_cli import inputs
 from ocigroup_cli.errors import TransientError
 from ocigroup_cli.export.manifest import FileStats
 from ocigroup_cli.export.spark import first_line
@@ -185,7 +186,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         try:
-            request = json.loads(self.rfile.readline())
+            request = inputs.json_of(self.rfile.readline())
         except ValueError:
             return
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,9 +34,9 @@ def load(directory: Path) -> dict[str, Any]:
 def checked(text: str, where: str) -> dict[str, Any]:
     """A manifest's text as its document, or a UsageError naming what is wrong with it."""
     try:
-        doc: dict[str, Any] = json.loads(text, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{where}: not valid JSON ({str(exc)[:200] or type(exc).__name__}).") from None
+        doc: dict[str, Any] = inputs.json_of(text)
+    except ValueError as exc:
+        raise UsageError(f"{where}: not valid JSON ({str(exc)[:200]}).") from None
     wrong = _misshapen(doc) if isinstance(doc, dict) else "not a JSON object"
     if wrong or doc.get("format") not in manifest.EXTENSIONS:
         raise UsageError(f"{where}: not an ocigroup export manifest ({wrong or 'no format it knows'}).")
@@ -48,10 +47,6 @@ def checked(text: str, where: str) -> dict[str, Any]:
             "verify it with the ocigroup version that wrote it (the manifest's tool.version)",
         )
     return doc
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a number JSON has")
 
 
 def _misshapen(doc: dict[str, Any]) -> str | None:

@@ -9,7 +9,6 @@ showed no longer hold). An owner that went away since is no change: stopping the
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ MAX_PLAN_BYTES = 16 << 20  # a plan names each partition once: a few KB
 def read(path: Path) -> dict[str, Any]:
     """A plan file's document; one line naming the file and what is wrong with it otherwise."""
     try:
-        doc = json.loads(inputs.read_text(path, MAX_PLAN_BYTES, "--from-plan"))
+        doc = inputs.json_of(inputs.read_text(path, MAX_PLAN_BYTES, "--from-plan"))
     except OSError as exc:
         raise UsageError(f"--from-plan {path}: {exc.strerror or exc}.", "give the file --save-plan wrote") from None
     except ValueError as exc:

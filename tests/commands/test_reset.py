@@ -199,12 +199,15 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
         doc = json.loads(plan_file.read_text())
         del doc["stream_id"]
         edited.write_text(json.dumps(doc))
+        deep = tmp_path / "deep.plan"  # nested past the parser's recursion: was an internal error (exit 3)
+        deep.write_text("[" * 100_000)
         for args, needle in [
             (["--to", "earliest", "--save-plan", str(plan_file), "--execute"], b"--save-plan writes a plan"),
             (["--from-plan", str(plan_file), "--to", "earliest"], b"carries its own target"),
             (["--from-plan", str(tmp_path / "missing.plan")], b"missing.plan"),
             (["--from-plan", config], b"not JSON"),
             (["--from-plan", str(edited)], b"a reset plan with a missing or wrong field ('stream_id')"),
+            (["--from-plan", str(deep)], b"not JSON (nested too deeply)"),
         ]:
             bad = proc.run(["--config", config, "reset", *args], env)
             assert bad.returncode == 2 and needle in bad.stderr, bad.stderr.decode()
