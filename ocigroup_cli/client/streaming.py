@@ -262,7 +262,7 @@ def _messages(doc: Any, partitions: int, limit: int) -> list[Message]:
     for m in out:
         if type(m.offset) is not int or not isinstance(m.value, str) or not isinstance(m.timestamp, str):
             raise TypeError(f"a message at offset {str(m.offset)[:40]!r} of an unexpected shape")
-        if not 0 <= m.offset < MAX_OFFSET or not (0 <= m.partition < partitions or partitions <= 0):
+        if not _place(m.partition, m.offset, partitions):
             raise ValueError(f"a message at partition {m.partition}, offset {m.offset}: not one the stream has")
     return out
 
@@ -276,14 +276,16 @@ def _put_results(doc: Any, sent: int, partitions: int) -> list[PutResult]:
     if len(results) != sent:
         raise ValueError(f"{len(results)} entries for the {sent} message(s) sent")
     for r in results:
-        if r.error is None and (
-            type(r.offset) is not int
-            or not 0 <= r.offset < MAX_OFFSET
-            or r.partition is None
-            or not (0 <= r.partition < partitions or partitions <= 0)
+        if r.error is None and not (
+            type(r.offset) is int and r.partition is not None and _place(r.partition, r.offset, partitions)
         ):
             raise ValueError(f"a message stored at partition {r.partition}, offset {str(r.offset)[:40]}")
     return results
+
+
+def _place(partition: int, offset: int, partitions: int) -> bool:
+    """A partition the stream has (any, where its count is not known) and an offset a long holds."""
+    return 0 <= offset < MAX_OFFSET and (0 <= partition < partitions or partitions <= 0)
 
 
 def _value(doc: Any) -> str:
