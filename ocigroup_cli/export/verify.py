@@ -63,8 +63,7 @@ def _misshapen(doc: dict[str, Any]) -> str | None:
         return "'content_digest' and 'requested' must be objects"
     if "rows" in doc and not _integer(doc["rows"]):
         return "'rows' must be a whole number"
-    for name in ("fixed_end", "to_time"):
-        value = doc.get(name) if name == "fixed_end" else (doc.get("requested") or {}).get(name)
+    for name, value in (("fixed_end", doc.get("fixed_end")), ("to_time", (doc.get("requested") or {}).get("to_time"))):
         try:
             if value is not None:
                 parse_rfc3339_ms(value)
