@@ -85,7 +85,15 @@ def _ask(port: int, token: str, request: dict[str, Any], timeout: float | None =
         ) from None
     if not line:
         raise TransientError("the warm Spark engine stopped during the export.", "run the export again")
-    answer: dict[str, Any] = json.loads(line)
+    try:
+        answer = inputs.json_of(line)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise TransientError(
+            f"the warm Spark engine answered what is no answer of its own ({line[:80].decode(errors='replace')!r}).",
+            "run the export again ('ocigroup export engine stop' first if it keeps failing)",
+        )
     return answer
 
 
