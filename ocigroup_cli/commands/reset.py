@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ocigroup_cli.config import Profile
     from ocigroup_cli.core.clock import Clock
     from ocigroup_cli.ops.reset import PartitionPlan, Plan
+    from ocigroup_cli.ops.saved_plan import SavedPlan
     from ocigroup_cli.ops.session import Session
 
 COLUMNS = ["PARTITION", "INSTANCE", "LEFT", "COMMITTED", "RESUMES-AT", "WILL-RESUME-AT", "REPLAY", "SKIP"]
@@ -117,12 +118,13 @@ def reset(
         raise UsageError("--wait waits to execute a reset.", "add --execute")
     g = globals_of(ctx)
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
+    saved = None if from_plan is None else _read_plan(Path(from_plan), group)  # refused before the emulator starts
     s = session(ctx, profile)
-    the_plan, again = _again(s, profile, from_plan, group, to, by_duration, allow_future, g)
+    the_plan, again = _again(s, profile, from_plan, saved, to, by_duration, allow_future, g)
     out = fmt(ctx, output)
     if wait and execute and the_plan.live_instances and not force:  # checked again, and planned again, after
         _wait_out(s, the_plan, g.clock)
-        the_plan, again = _again(s, profile, from_plan, group, to, by_duration, allow_future, g)
+        the_plan, again = _again(s, profile, from_plan, saved, to, by_duration, allow_future, g)
     _warn(the_plan)
     if save_plan is not None:
         again = _save(s, the_plan, Path(save_plan), g.clock.time_ms(), g.repeated())
@@ -135,11 +137,13 @@ def reset(
     console.notice(f"record written to {record['record_file']}")
 
 
-def _again(s: Session, profile: Profile, from_plan: str | None, group: str | None, to: str | None,
+def _again(s: Session, profile: Profile, from_plan: str | None, saved: SavedPlan | None, to: str | None,
            by_duration: str | None, allow_future: bool, g: Globals) -> tuple[Plan, str]:  # fmt: skip
     """The plan (made now, or the saved one checked against the group now) and the command that executes it."""
-    if from_plan is not None:
-        the_plan = _from_file(s, Path(from_plan), group, g.clock.time_ms())
+    if from_plan is not None and saved is not None:
+        from ocigroup_cli.ops.saved_plan import still_holds
+
+        the_plan = still_holds(s.client, s.stream, saved, g.clock.time_ms())
         return the_plan, f"ocigroup{g.repeated()} reset --from-plan {shellword.quote(from_plan)} --execute --yes"
     return _planned(s, profile, _target(to, by_duration, g.clock.time_ms(), allow_future), g)
 
@@ -201,14 +205,15 @@ def _new_plan(s: Session, profile: Profile, target: Position, now_ms: int) -> Pl
         return plan(s.client, s.stream, name, target, now_ms)
 
 
-def _from_file(s: Session, path: Path, group: str | None, now_ms: int) -> Plan:
+def _read_plan(path: Path, group: str | None) -> SavedPlan:
+    """The saved plan at `path`, for `group` where one is named; UsageError (or ConfigError) when it is not one."""
     from ocigroup_cli.ops import saved_plan
 
     saved = saved_plan.from_document(saved_plan.read(path), path)
     if group is not None and group != saved.plan.group:
         raise UsageError(f"--from-plan {path} is a plan for group {saved.plan.group!r}, not {group!r}.",
                          "drop GROUP, or give the plan made for it")  # fmt: skip
-    return saved_plan.still_holds(s.client, s.stream, saved, now_ms)
+    return saved
 
 
 def _save(s: Session, the_plan: Plan, path: Path, now_ms: int, options: str) -> str:

@@ -233,3 +233,18 @@ def test_a_time_target_inside_a_batch_says_it_skips_the_whole_batch(cli, sdk, cl
     assert "a batch published at once" in r.err
     one = cli("reset", "--to", "earliest", "-o", "json")  # nothing skipped: nothing said
     assert "share one timestamp" not in one.err
+
+
+def test_a_bad_plan_on_the_local_profile_is_refused_before_the_emulator_starts(tmp_path):
+    """`reset --from-plan` reads the plan first: a file that is no plan starts nothing that lasts (the local
+    profile's emulator outlives the command that starts it)."""
+    from ocigroup_cli.localhost import free_port
+    from tests.helpers import cli as proc
+
+    bad = tmp_path / "bad.plan"
+    bad.write_text("[[[")
+    env = proc.clean_env(tmp_path / "state", OCIGROUP_LOCAL_PORT=str(free_port()))
+    r = proc.run(["--profile", "local", "reset", "--from-plan", str(bad)], env)
+    assert r.returncode == 2 and b"not JSON" in r.stderr, r.stderr.decode()
+    status = proc.run(["emulator", "status", "-o", "json"], env)
+    assert status.returncode == 1 and json.loads(status.stdout)["running"] is False
