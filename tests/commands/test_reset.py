@@ -244,7 +244,10 @@ def test_a_bad_plan_on_the_local_profile_is_refused_before_the_emulator_starts(t
     bad = tmp_path / "bad.plan"
     bad.write_text("[[[")
     env = proc.clean_env(tmp_path / "state", OCIGROUP_LOCAL_PORT=str(free_port()))
-    r = proc.run(["--profile", "local", "reset", "--from-plan", str(bad)], env)
-    assert r.returncode == 2 and b"not JSON" in r.stderr, r.stderr.decode()
-    status = proc.run(["emulator", "status", "-o", "json"], env)
-    assert status.returncode == 1 and json.loads(status.stdout)["running"] is False
+    try:
+        r = proc.run(["--profile", "local", "reset", "--from-plan", str(bad)], env)
+        assert r.returncode == 2 and b"not JSON" in r.stderr, r.stderr.decode()
+        status = proc.run(["emulator", "status", "-o", "json"], env)
+        assert status.returncode == 1 and json.loads(status.stdout)["running"] is False
+    finally:
+        proc.run(["emulator", "stop"], env)  # one started by a regression is not left running
