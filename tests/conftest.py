@@ -20,6 +20,7 @@ from ocigroup_cli import localhost
 from ocigroup_cli.core.clock import ManualClock, SystemClock
 from tests.helpers.cases import HYPOTHESIS_CASES
 from tests.helpers.cli import sc_master
+from tests.helpers.leftovers import left_running
 from tests.helpers.service import ApiKey, Sdk, make_key, start_server
 
 # A run started in the background by a script (`make test &`, nohup) inherits SIGINT ignored, and so would every
@@ -102,6 +103,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 UNGROUPED: set[str] = set()
+LEFT_RUNNING: list[str] = []
 
 
 def pytest_runtest_setup(item):
@@ -113,6 +115,14 @@ def pytest_runtest_setup(item):
 def pytest_sessionfinish(session):
     if hasattr(session.config, "workeroutput"):  # a worker: its counts go to the controller
         session.config.workeroutput["hypothesis_cases"] = {t: dict(c) for t, c in HYPOTHESIS_CASES.items()}
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)  # the run's base; the workers' lie under it
+    if factory is None or session.config.getoption("basetemp") is not None:  # a base of the user's own: theirs
+        return
+    left = left_running(factory.getbasetemp())
+    if left:  # killed now, and the run fails: a test left them running
+        LEFT_RUNNING.extend(left)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -123,6 +133,8 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_terminal_summary(terminalreporter):
+    for line in LEFT_RUNNING:
+        terminalreporter.write_line(f"LEFT RUNNING by the tests (killed now): {line}", red=True)
     for title, counts in HYPOTHESIS_CASES.items():
         listed = ", ".join(f"{what} {n:,}" for what, n in counts.items())
         terminalreporter.write_line(f"{title} (hypothesis profile {HYPOTHESIS_PROFILE!r}): {listed}")
