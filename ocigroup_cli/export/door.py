@@ -58,8 +58,11 @@ def export(port: int, token: str, plan_json: str, fmt: str, directory: str, tag:
             "run the export again",
         )
     if "error" in answer:
-        raise JobFailed(answer["error"])
-    return [FileStats.from_wire(text) for text in answer["files"]]
+        raise JobFailed(str(answer["error"]))
+    try:
+        return [FileStats.from_wire(text) for text in answer["files"]]
+    except (KeyError, TypeError, ValueError):
+        raise _garbled(answer) from None
 
 
 def interrupt(port: int, token: str, tag: str) -> None:
@@ -69,7 +72,11 @@ def interrupt(port: int, token: str, tag: str) -> None:
 
 def running(port: int, token: str) -> int:
     """How many exports the engine is running now."""
-    return int(_ask(port, token, {"op": "status"}, timeout=10)["running"])
+    answer = _ask(port, token, {"op": "status"}, timeout=10)
+    try:
+        return int(answer["running"])
+    except (KeyError, TypeError, ValueError):
+        raise _garbled(answer) from None
 
 
 def _ask(port: int, token: str, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
@@ -90,11 +97,17 @@ def _ask(port: int, token: str, request: dict[str, Any], timeout: float | None =
     except ValueError:
         answer = None
     if not isinstance(answer, dict):
-        raise TransientError(
-            f"the warm Spark engine answered what is no answer of its own ({line[:80].decode(errors='replace')!r}).",
-            "run the export again ('ocigroup export engine stop' first if it keeps failing)",
-        )
+        raise _garbled(line)
     return answer
+
+
+def _garbled(answer: object) -> TransientError:
+    """Whatever answers on the door's port with what the engine never says (another program on the port, say)."""
+    text = answer.decode(errors="replace") if isinstance(answer, bytes) else repr(answer)
+    return TransientError(
+        f"the warm Spark engine answered what is no answer of its own ({text[:80]!r}).",
+        "run the export again ('ocigroup export engine stop' first if it keeps failing)",
+    )
 
 
 # -- the engine's side (in the supervisor's process) ---------------------------------------------------------------

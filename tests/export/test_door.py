@@ -43,3 +43,17 @@ def test_an_answer_that_is_not_the_engines_is_one_transient_error(answer):
 
 def test_a_well_formed_answer_is_read():
     assert door.running(_listener(b'{"running": 2, "session": "s"}\n'), "token") == 2
+
+
+@pytest.mark.parametrize("answer", [b'{"running": "many"}\n', b"{}\n"], ids=["a word", "nothing"])
+def test_a_status_without_its_count_is_one_transient_error(answer):
+    with pytest.raises(TransientError, match="no answer of its own"):
+        door.running(_listener(answer), "token")
+
+
+@pytest.mark.parametrize(
+    "answer", [b"{}\n", b'{"files": [1]}\n', b'{"files": ["{\\"bogus\\": 1}"]}\n', b'{"files": ["[1]"]}\n']
+)
+def test_an_export_answer_without_its_files_is_one_transient_error(answer, tmp_path):
+    with pytest.raises(TransientError, match="no answer of its own"):
+        door.export(_listener(answer), "token", "{}", "jsonl", str(tmp_path), "tag")
