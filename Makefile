@@ -26,14 +26,23 @@ $(TOOLS)/promtool:
 	then ln -sf deb/usr/bin/promtool $@ && rm -f $(TOOLS)/prometheus_*.deb; \
 	else echo "make: no promtool (apt-get download prometheus failed): the alerting rules are checked by name only" >&2; fi
 
+# Oracle's TypeScript SDK (oci-streaming, oci-objectstorage), which tests/emulator/test_typescript_sdk.py runs against
+# the emulator with the machine's Node.js: installed from the npm registry at the versions tests/typescript pins. One
+# that cannot be had is said here, and that test skips.
+$(TOOLS)/ts/.installed: tests/typescript/package.json tests/typescript/package-lock.json
+	mkdir -p $(TOOLS)/ts
+	cp tests/typescript/package.json tests/typescript/package-lock.json $(TOOLS)/ts/
+	if command -v npm >/dev/null && (cd $(TOOLS)/ts && npm ci --no-audit --no-fund --loglevel=error >/dev/null); \
+	then touch $@; else echo "make: no TypeScript SDK (npm ci failed or no npm): it is not run against the emulator" >&2; fi
+
 # With bytecode caches, as an installed package has them (pip compiles at install): some CI machines and sandboxes
 # set PYTHONDONTWRITEBYTECODE, and then each of the suite's ~650 `ocigroup` processes compiled the package again
 # (0.08 CPU-s each) and each worker rewrote every test module's asserts.
-test: lint $(TOOLS)/promtool  ## four workers (README says how the suite's time is spent)
-	PATH="$(CURDIR)/$(TOOLS):$$PATH" PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
+test: lint $(TOOLS)/promtool $(TOOLS)/ts/.installed  ## four workers (README says how the suite's time is spent)
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" OCIGROUP_TS_SDK="$(CURDIR)/$(TOOLS)/ts/node_modules" PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
-test-full: lint $(TOOLS)/promtool  ## the same suite at full size (the cluster export, the long reliability runs), JVMs with Java's defaults
-	PATH="$(CURDIR)/$(TOOLS):$$PATH" PYTHONDONTWRITEBYTECODE= OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
+test-full: lint $(TOOLS)/promtool $(TOOLS)/ts/.installed  ## the same suite at full size (the cluster export, the long reliability runs), JVMs with Java's defaults
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" OCIGROUP_TS_SDK="$(CURDIR)/$(TOOLS)/ts/node_modules" PYTHONDONTWRITEBYTECODE= OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check ocigroup_cli tests benchmarks reliability
