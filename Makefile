@@ -17,13 +17,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Debian's promtool, which tests/test_alerting_rules.py runs on docs/alerting.md's rules: unpacked from its package
-# (no root, no Prometheus daemon), or the one installed. One that cannot be had is said here, and that test skips.
+# Debian's promtool, which tests/test_alerting_rules.py runs on docs/alerting.md's rules, and its Prometheus server,
+# which tests/commands/test_metrics.py runs as a scraper of a watch (for the test's life, on loopback): unpacked from
+# its package (no root, no daemon), or the ones installed. One that cannot be had is said here, and that test skips.
 $(TOOLS)/promtool:
 	mkdir -p $(TOOLS)
 	if command -v promtool >/dev/null; then ln -sf "$$(command -v promtool)" $@; \
+	  if command -v prometheus >/dev/null; then ln -sf "$$(command -v prometheus)" $(TOOLS)/prometheus; fi; \
 	elif (cd $(TOOLS) && apt-get download -qq prometheus >/dev/null 2>&1) && dpkg -x $(TOOLS)/prometheus_*.deb $(TOOLS)/deb; \
-	then ln -sf deb/usr/bin/promtool $@ && rm -f $(TOOLS)/prometheus_*.deb; \
+	then ln -sf deb/usr/bin/promtool $@ && ln -sf deb/usr/bin/prometheus $(TOOLS)/prometheus && rm -f $(TOOLS)/prometheus_*.deb; \
 	else echo "make: no promtool (apt-get download prometheus failed): the alerting rules are checked by name only" >&2; fi
 
 # Oracle's TypeScript SDK (oci-streaming, oci-objectstorage), which tests/emulator/test_typescript_sdk.py runs against

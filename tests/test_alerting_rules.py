@@ -8,14 +8,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
 from ocigroup_cli.core.metrics import FAMILIES
+from tests.helpers.prom import alerting_rules
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "alerting.md"
 UNIT = """
 rule_files: [rules.yml]
 evaluation_interval: 1m
@@ -58,20 +57,16 @@ tests:
 """
 
 
-def _rules() -> str:
-    return next(b for b in re.findall(r"```yaml\n(.*?)```", DOC.read_text(), re.S) if b.startswith("groups:"))
-
-
 def test_the_rules_name_metrics_the_exposition_has():
     names = {f.prom for f in FAMILIES.values()} | {"up"}
-    exprs = [rule["expr"] for group in yaml.safe_load(_rules())["groups"] for rule in group["rules"]]
+    exprs = [rule["expr"] for group in yaml.safe_load(alerting_rules())["groups"] for rule in group["rules"]]
     used = {name for expr in exprs for name in re.findall(r"\b(ocigroup_\w+|up)\b(?=\{)", expr)}
     assert used and used <= names, used - names
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
 def test_promtool_loads_the_rules_and_each_alert_fires(tmp_path):
-    (tmp_path / "rules.yml").write_text(_rules())
+    (tmp_path / "rules.yml").write_text(alerting_rules())
     checked = subprocess.run(["promtool", "check", "rules", "rules.yml"], cwd=tmp_path, capture_output=True,
                              text=True, timeout=60)  # fmt: skip
     assert checked.returncode == 0 and "SUCCESS: 4 rules found" in checked.stdout, checked.stdout + checked.stderr

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -18,8 +20,9 @@ import pytest
 import yaml
 
 from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.localhost import free_port
 from tests.helpers import cli as proc
-from tests.helpers.prom import samples
+from tests.helpers.prom import alerting_rules, samples
 from tests.helpers.service import Sdk, start_server, write_config
 
 
@@ -193,6 +196,60 @@ def test_the_scrape_target_outlives_an_outage_of_the_service_and_says_so(busy):
         watch.stderr.close()
     assert code == 130 and "Traceback" not in err, err
     assert "; the watch goes on, trying again at each refresh" in err and "the service answers again, after" in err
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed")
+def test_a_real_prometheus_scrapes_the_watch_and_evaluates_the_documented_rules(busy, tmp_path):
+    """Debian's Prometheus server (`make test` unpacks it beside promtool), with docs/alerting.md's rules loaded,
+    scrapes `inspect --watch --serve-metrics`: the target is up without a scrape error, the group's lag it stores is
+    inspect's, and every rule evaluates without an error."""
+    _, _, config, env = busy
+    args = [proc.exe(), "--config", config, "inspect", "--watch", "--interval", "1s", "--serve-metrics", "0"]
+    watch = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    target = re.search(r"http://(127\.0\.0\.1:\d+)/metrics", watch.stderr.readline())
+    (tmp_path / "rules.yml").write_text(alerting_rules())
+    scrape = {"job_name": "ocigroup", "static_configs": [{"targets": [target[1] if target else "127.0.0.1:9"]}]}
+    settings = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": ["rules.yml"],
+                "scrape_configs": [scrape]}  # fmt: skip
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(settings))
+    web = free_port()
+    with (tmp_path / "prometheus.log").open("w") as log:
+        server = subprocess.Popen(
+            ["prometheus", "--config.file=prometheus.yml", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{web}"],
+            cwd=tmp_path, stdout=log, stderr=log,
+        )  # fmt: skip
+    api = f"http://127.0.0.1:{web}/api/v1/"
+    try:
+        assert target is not None, "the watch did not say where it serves"
+        lag = json.loads(proc.run(["--config", config, "-o", "json", "inspect"], env).stdout)
+        want = sum(p["lag_messages"] for p in lag["partitions"])
+        _until(lambda: _stored(api, 'ocigroup_consumergroup_group_sum_lag{group="billing",job="ocigroup"}') == want,
+               timeout=60)  # fmt: skip
+        (up,) = _get(api + "targets")["activeTargets"]
+        assert up["health"] == "up" and up["lastError"] == "", up
+        _until(lambda: all(r["health"] != "unknown" for r in _rules(api)), timeout=30)
+        assert [r for r in _rules(api) if r["health"] != "ok"] == []
+    finally:
+        server.terminate()
+        watch.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0, (tmp_path / "prometheus.log").read_text()[-2000:]
+        assert watch.wait(timeout=20) == 130
+        watch.stderr.close()
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return json.load(answer)["data"]
+
+
+def _stored(api: str, query: str) -> float | None:
+    found = _get(api + "query?" + urllib.parse.urlencode({"query": query}))["result"]
+    return float(found[0]["value"][1]) if found else None
+
+
+def _rules(api: str) -> list[dict]:
+    return [rule for group in _get(api + "rules")["groups"] for rule in group["rules"]]
 
 
 def test_where_a_scrape_target_or_a_textfile_cannot_be_there_is_one_line_with_the_right_fix(busy, tmp_path):
