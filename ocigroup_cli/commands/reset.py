@@ -113,9 +113,7 @@ def reset(
     """
     from ocigroup_cli.ops.reset import apply
 
-    _check_flags(dry_run, execute, save_plan, from_plan, to, by_duration)
-    if wait and not execute:
-        raise UsageError("--wait waits to execute a reset.", "add --execute")
+    _check_flags(dry_run, execute, wait, save_plan, from_plan, to, by_duration)
     g = globals_of(ctx)
     profile = load_profile(ctx, **{"group.name": (group, "GROUP")})
     saved = None if from_plan is None else _read_plan(Path(from_plan), group)  # refused before the emulator starts
@@ -175,11 +173,12 @@ def _warn(the_plan: Plan) -> None:
                          "reset skips all of them")  # fmt: skip
 
 
-def _check_flags(
-    dry_run: bool, execute: bool, save_plan: str | None, from_plan: str | None, to: str | None, by: str | None
-) -> None:
+def _check_flags(dry_run: bool, execute: bool, wait: bool, save_plan: str | None, from_plan: str | None,
+                 to: str | None, by: str | None) -> None:  # fmt: skip
     if dry_run and execute:
         raise UsageError("--dry-run and --execute exclude each other.")
+    if wait and not execute:
+        raise UsageError("--wait waits to execute a reset.", "add --execute")
     if save_plan is not None and (execute or from_plan is not None):
         raise UsageError("--save-plan writes a plan to review and execute later.",
                          "drop --execute, then run: ocigroup reset --from-plan FILE --execute")  # fmt: skip
