@@ -54,8 +54,10 @@ def clock(
 def reset(ctx: typer.Context) -> None:
     """Wipe a test-mode emulator: streams, groups, buckets and objects, and the rates' windows."""
     from ocigroup_cli.ops import emulator_admin
+    from ocigroup_cli.ops.target import forget_endpoint
 
     emulator_admin.call(_endpoint(ctx), "/reset", {})
+    forget_endpoint(_endpoint(ctx))  # where its streams were
     console.notice("emulator reset: no streams, groups, buckets or objects left")
 
 

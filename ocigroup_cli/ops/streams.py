@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.ops.session import Session
-from ocigroup_cli.ops.target import wait_active
+from ocigroup_cli.ops.target import forget, wait_active
 
 CREATE_WAIT_S = 600.0  # the service takes seconds to minutes to create a stream
 
@@ -26,6 +26,8 @@ def create_stream(
 ) -> StreamInfo:
     """Create the stream; with `wait`, return once it is ACTIVE (else as the service answered: CREATING)."""
     created = s.client.create_stream(name, partitions, _compartment(s), retention_hours)
+    if name == s.profile.settings.stream.name:  # the profile's stream made again: where it was is stale
+        forget(s.client, s.profile)
     if not wait or created.state == "ACTIVE":
         return created
     notice(f"stream {name!r} is {created.state}: waiting until it is ACTIVE (--no-wait returns at once)")

@@ -47,6 +47,14 @@ def forget(client: StreamingClient, profile: Profile) -> None:
         _save(entries)
 
 
+def forget_endpoint(endpoint: str) -> None:
+    """Drop every stream cached for `endpoint`: an emulator reset leaves none of them."""
+    entries = _load()
+    kept = {key: entry for key, entry in entries.items() if key.split("|", 1)[0].rstrip("/") != endpoint.rstrip("/")}
+    if len(kept) != len(entries):
+        _save(kept)
+
+
 CREATING_POLL_S = 0.25  # GetStream while a stream is created (the service allows 5 a second)
 
 

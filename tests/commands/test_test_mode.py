@@ -45,6 +45,22 @@ def test_a_command_after_the_emulators_reset_finds_the_stream_made_again(test_mo
     assert gone.returncode == 1 and "no active stream named 'orders'" in gone.stderr.decode()
 
 
+def test_a_stream_made_again_with_other_partitions_is_used_at_once(test_mode):
+    """The rehearsals of docs/emulator.md pasted one after another: `emulator reset` forgets where the endpoint's
+    streams were, and so does `streams create` of the profile's stream (made again behind the tool's back), so the
+    next command finds the new one instead of failing with "made again, with 1 partition(s): run again"."""
+    url, env = test_mode
+    ok(["streams", "create", "orders", "--partitions", "2"], env)
+    ok(["publish", "a"], env)  # the stream's location is cached now
+    ok(["--endpoint", url, "emulator", "reset"], env)
+    ok(["streams", "create", "orders", "--partitions", "1"], env)
+    assert [e["partition"] for e in json.loads(ok(["publish", "b", "-o", "json"], env))] == [0]
+    assert admin_call(url, "/_emulator/reset", {}) == {"reset": True}  # not through ocigroup
+    ok(["streams", "create", "orders", "--partitions", "3"], env)
+    assert json.loads(ok(["publish", "c", "-o", "json"], env))[0]["error"] is None
+    assert json.loads(ok(["streams", "show", "-o", "json"], env))["partitions"] == 3
+
+
 def test_inspect_measures_time_lag_on_the_emulators_clock(test_mode):
     url, env = test_mode
     past = admin_call(url, "/_emulator/clock")["nowMs"] - 3 * DAY  # a test clock three days back, stopped
