@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from ocigroup_cli.core import shellword
 from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
-from ocigroup_cli.core.timespec import LATEST, Position
+from ocigroup_cli.core.timespec import EARLIEST, Position
 
 
 class Loss(NamedTuple):
@@ -157,21 +157,25 @@ def summary(losses: Sequence[Loss]) -> str:
     return ", ".join(parts)
 
 
-def resume_at(next_unread_ms: list[int | None]) -> Position:
+def resume_at(next_unread_ms: list[int | None], newest_read_ms: Sequence[int] = ()) -> Position:
     """Where to move a group so that nothing retained is skipped and as little as possible is replayed: the time
-    of the earliest next-unread message over the partitions (None: nothing waits there), else the end."""
+    of the earliest next-unread message over the partitions (None: nothing waits there). Where nothing waits
+    anywhere: just after the newest message the group read that is still retained (`newest_read_ms`), else (nothing
+    is retained) the start. Never "latest": it is resolved when the reset runs, and a command printed for later
+    would skip what is published in between (producers go on during an incident)."""
     times = [t for t in next_unread_ms if t is not None]
-    if not times:
-        return LATEST
-    return Position("AT_TIME", min(times))
+    if times:
+        return Position("AT_TIME", min(times))
+    if newest_read_ms:
+        return Position("AT_TIME", max(newest_read_ms) + 1)
+    return EARLIEST
 
 
 def resume_command(group: str, target: Position, options: str = "") -> str:
     """The command that moves `group` to `target`, for a person or a script to run as it stands (--yes: no
     question, which a script cannot answer). With --force: the group's instances are stuck on the loss too (or
     just stopped on it, their reservations not yet run out), and the move is what they need."""
-    to = "latest" if target.kind == "LATEST" else ms_to_rfc3339(target.time_ms or 0)
-    return f"ocigroup{options} reset {shellword.quote(group)} --to {to} --execute --force --yes"
+    return f"ocigroup{options} reset {shellword.quote(group)} --to {target.describe()} --execute --force --yes"
 
 
 __all__ = ["Loss", "loss", "parse_rfc3339_ms", "possible_loss", "refused_after", "resume_at", "resume_command"]

@@ -79,7 +79,7 @@ class GroupView:
     def resume_target(self) -> Position:
         """Where to move the group so it reads on past its losses, skipping nothing retained (core/loss.py)."""
         next_ms = [parse_rfc3339_ms(p.first_waiting_time) if p.first_waiting_time else None for p in self.partitions]
-        return resume_at(next_ms)
+        return resume_at(next_ms, list(self.newest_ms().values()))
 
     @property
     def max_time_lag_s(self) -> float:

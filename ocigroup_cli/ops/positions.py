@@ -121,3 +121,21 @@ def next_read(
     `in_use`: (when the group is known to have been in use, now), as open_partition takes it."""
     opened = open_partition(client, stream, partition, committed, 1, in_use=in_use)
     return NextRead(partition, committed, opened.page[0] if opened.page else None, opened.lost)
+
+
+def newest_read_ms(client: StreamingClient, stream: StreamInfo, reads: list[NextRead]) -> list[int]:
+    """Where nothing waits in any partition: the time of each committed message still retained (the newest message
+    of its partition, which the group read), for core/loss.py resume_at. One read per committed partition, and
+    none where a message waits (the time to move to is then that message's)."""
+    if any(r.message is not None for r in reads):
+        return []
+    times: list[int] = []
+    for r in reads:
+        if r.committed is None or r.lost is not None:
+            continue
+        try:
+            page, _ = _read(client, stream, r.partition, "AT_OFFSET", r.committed, 1)
+        except BadRequest:  # it has left retention (RetentionLost is one): nothing of this partition is retained
+            continue
+        times.extend(m.timestamp_ms for m in page[:1])
+    return times

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from ocigroup_cli.core.clock import ManualClock, SystemClock
+from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from tests.helpers import cli as proc
 from tests.helpers.history import consume_all, key_for
 from tests.helpers.service import Sdk, start_server, write_config
@@ -166,3 +167,56 @@ def test_a_key_less_message_reads_back_without_a_key(lost):
     r = proc.run(["--config", lost["config"], "tail", "--peek", "-f", "json", "-n", "20"], lost["env"], timeout=60)
     docs = [json.loads(line) for line in r.stdout.decode().splitlines()]
     assert [d["key"] for d in docs if d["value"] == "no key"] == [None], r.stderr.decode()
+
+
+@pytest.fixture
+def drained(api_key, tmp_path):
+    """Group `billing` on a 2-partition stream with nothing waiting anywhere: partition 0 lost messages and retains
+    none; partition 1's messages (published 65 minutes ago) were all read and committed."""
+    now = SystemClock().time_ms()
+    t0 = now - 26 * HOUR
+    clock = ManualClock(t0)
+    server = start_server(api_key, clock)
+    sdk = Sdk(server, api_key)
+    sid = sdk.stream(partitions=2, name="orders", retention=24)
+    k0, k1 = key_for(0, 2), key_for(1, 2)
+    sdk.put(sid, [(k0, f"old0-{i}") for i in range(4)] + [(k1, f"old1-{i}") for i in range(4)])
+    consume_all(sdk, clock, sid, sdk.group_cursor(sid, "billing", "a", timeout_in_ms=30_000))
+    clock.set_ms(t0 + HOUR)
+    sdk.put(sid, [(k0, f"lost-{i}") for i in range(5)])
+    clock.set_ms(t0 + 20 * HOUR)
+    sdk.group_cursor(sid, "billing", "crash-looping", timeout_in_ms=1000)  # keeps the group in use
+    clock.set_ms(now - 65 * MINUTE)
+    read = sdk.put(sid, [(k1, f"read-{i}") for i in range(4)]).entries
+    clock.advance_ms(1000)
+    b = sdk.group_cursor(sid, "billing", "a", timeout_in_ms=30_000)
+    c = sdk.group_cursor(sid, "billing", "b", timeout_in_ms=30_000)
+    consume_all(sdk, clock, sid, c if sdk.group(sid, "billing")[1].reserved_instance == "b" else b)
+    clock.set_ms(now)
+    clock.run(True)
+    config = write_config(tmp_path, api_key, server.url, group__name="billing", group__timeout_ms=3000)
+    yield {"sdk": sdk, "sid": sid, "config": config, "env": proc.clean_env(tmp_path / "state"), "read": read,
+           "keys": (k0, k1)}  # fmt: skip
+    server.stop()
+
+
+def test_with_nothing_waiting_the_printed_command_keeps_what_is_published_before_it_runs(drained):
+    """Producers go on during an incident: the command tail prints must not skip what is published between the
+    printing and the running (a `--to latest` did: it is resolved when the reset runs). It moves the group to just
+    after the newest message the group read, so it neither skips nor replays."""
+    r = proc.run(["--config", drained["config"], "tail", "--format", "json"], drained["env"], timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 6, err
+    command = re.search(r"^  (ocigroup --config \S+ reset billing --to (\S+) --execute --force --yes)$", err, re.M)
+    assert command, err
+    newest = int(drained["read"][-1].timestamp.timestamp() * 1000)
+    assert command[2] == ms_to_rfc3339(newest + 1)
+    shown = proc.run(["--config", drained["config"], "inspect"], drained["env"])
+    assert command[1].split(" --execute")[0] in shown.stderr.decode()  # inspect prints the same move
+    k0, k1 = drained["keys"]
+    drained["sdk"].put(drained["sid"], [(k0, "after-0"), (k1, "after-1")])  # the producers go on
+    moved = proc.run(command[1].split()[1:], drained["env"])
+    assert moved.returncode == 0, moved.stderr.decode()
+    again = proc.run(["--config", drained["config"], "tail", "--format", "json", "-e"], drained["env"], timeout=60)
+    assert again.returncode == 0, again.stderr.decode()
+    assert sorted(values(again.stdout)) == ["after-0", "after-1"]  # nothing skipped, nothing replayed
