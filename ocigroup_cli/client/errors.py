@@ -99,8 +99,8 @@ def service_failure(
         kind, hint = AuthFailed, "the service refused the call itself (not a policy: those answer 404)"
     elif status == 404:
         kind, hint = NotFound, not_found_hint(operation)
-    elif status == 400 and with_cursor and RETENTION_WORDS in message.lower():
-        kind = RetentionLost
+    elif status == 400 and (with_cursor or operation == "CreateCursor") and RETENTION_WORDS in message.lower():
+        kind = RetentionLost  # also a cursor refused at an offset below the retained ones
     elif status == 400 and with_cursor and UNRESERVED_WORDS in message.lower():
         kind = UnreservedCommit
     elif status == 400:

@@ -39,8 +39,8 @@ def peek(
         )
     written = 0
     if offset is not None and partition is not None:
-        cursors = {partition: client.create_cursor(stream, partition, "AT_OFFSET", offset=offset)}
-        try:
+        try:  # refused when the cursor is made (or, made a moment before the messages expired, when it is read)
+            cursors = {partition: client.create_cursor(stream, partition, "AT_OFFSET", offset=offset)}
             client.first(stream, cursors[partition])
         except RetentionLost:
             oldest = client.first(stream, client.create_cursor(stream, partition, "TRIM_HORIZON"))

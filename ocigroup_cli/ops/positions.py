@@ -3,8 +3,9 @@ whether it can: the service refuses a read whose messages have left retention (c
 
 The group's next read is the one after its committed offset C. A cursor AFTER_OFFSET C answers as the group's own
 read would: messages, nothing (the end), or 400 "The cursor is outside the retention period" when messages after
-C expired unread, also when nothing is retained any more. A service that makes no cursor at an expired offset
-(400 on CreateCursor) is answered from the oldest retained message instead. A partition the group never committed
+C expired unread, also when nothing is retained any more (from CreateCursor: the documented range of an offset
+starts at the oldest retained one). A CreateCursor refused in other words is answered from the oldest retained
+message instead. A partition the group never committed
 reads from where the group started, which no answer shows: it is judged by the group's age (`in_use_ms`).
 """
 

@@ -220,3 +220,12 @@ def test_with_nothing_waiting_the_printed_command_keeps_what_is_published_before
     again = proc.run(["--config", drained["config"], "tail", "--format", "json", "-e"], drained["env"], timeout=60)
     assert again.returncode == 0, again.stderr.decode()
     assert sorted(values(again.stdout)) == ["after-0", "after-1"]  # nothing skipped, nothing replayed
+
+
+def test_peek_at_an_offset_that_left_retention_is_one_line_naming_the_oldest_retained(lost):
+    c0, f0 = lost["committed"][0], lost["kept"][0].offset
+    args = ["--config", lost["config"], "tail", "--peek", "--partition", "0", "--offset", str(c0)]
+    r = proc.run(args, lost["env"], timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and f"--offset {c0}: messages from there have left retention" in err, err
+    assert f"the oldest retained is {f0}" in err and "Traceback" not in err

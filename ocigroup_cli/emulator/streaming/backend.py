@@ -74,10 +74,12 @@ class Backend(Producer):
                 if wanted is None:
                     raise invalid(f"'offset' is required for a {kind} cursor.")
                 latest = log.last_offset(db, stream.sk, p)
-                if wanted > latest:  # an expired offset makes a cursor: reading it is refused (get_messages)
+                if wanted > latest:
                     span = "no messages yet" if latest < 0 else f"offsets up to {latest}"
                     raise invalid(f"Offset {wanted} is outside partition {p}'s range: it holds {span}.")
                 offset = wanted + (1 if kind == "AFTER_OFFSET" else 0)
+                if log.lost_at(db, stream.sk, p, offset, cutoff):  # the documented range starts at the oldest
+                    raise retention_lost()  # retained offset; AFTER_OFFSET of the newest is the end, even expired
         return {"value": self.cursors.encode(PartitionCursor(stream_id, p, offset, now))}
 
     def get_messages(self, stream_id: str, token: str, limit: int | None) -> Messages:

@@ -192,9 +192,8 @@ def test_retention_drops_old_messages_and_trim_horizon_moves(sdk, clock):
     clock.advance_ms(23 * 3_600_000)  # the first message is now 25 h old, the second 23 h
     msgs, _ = sdk.get(sid, sdk.cursor(sid, 0, "TRIM_HORIZON"))
     assert [base64.b64decode(m.value) for m in msgs] == [b"new"]
-    # a cursor at an expired message is made, and reading it is refused as a group's read is
-    expired = sdk.cursor(sid, 0, "AT_OFFSET", offset=old.offset)
-    refused = service_error(lambda: sdk.get(sid, expired))
+    # the documented range of AT_OFFSET starts at the oldest retained offset: no cursor at an expired message
+    refused = service_error(lambda: sdk.cursor(sid, 0, "AT_OFFSET", offset=old.offset))
     assert refused.status == 400 and "outside the retention period" in refused.message
     clock.advance_ms(250)
     after, _ = sdk.get(sid, sdk.cursor(sid, 0, "AFTER_OFFSET", offset=old.offset))  # nothing lost after it
@@ -203,18 +202,22 @@ def test_retention_drops_old_messages_and_trim_horizon_moves(sdk, clock):
 
 def test_a_partition_with_nothing_retained_tells_a_cursor_after_the_end_from_one_before_it(sdk, clock):
     """What `inspect` asks without joining a group: is anything lost after the committed offset? With nothing
-    retained, a cursor after the last message reads nothing; one before it is refused for retention."""
+    retained, a cursor after the last message reads nothing; one before it is refused for retention, when it is
+    made (the documented range of AFTER_OFFSET starts at the oldest retained offset), and so is one that was made
+    while its messages were retained, when it is read."""
     sid = sdk.stream(retention=24)
     sent = sdk.put(sid, [("k", f"m{i}") for i in range(3)]).entries
-    clock.advance_ms(25 * 3_600_000)
-    clock.advance_ms(250)
+    clock.advance_ms(24 * 3_600_000 - 1_000)
+    made_early = sdk.cursor(sid, 0, "AFTER_OFFSET", offset=sent[0].offset)  # a second before they expire
+    clock.advance_ms(2_000)
     assert sdk.get(sid, sdk.cursor(sid, 0, "TRIM_HORIZON"))[0] == []
     clock.advance_ms(250)
     assert sdk.get(sid, sdk.cursor(sid, 0, "AFTER_OFFSET", offset=sent[-1].offset))[0] == []
     clock.advance_ms(250)
-    before_end = sdk.cursor(sid, 0, "AFTER_OFFSET", offset=sent[0].offset)
-    refused = service_error(lambda: sdk.get(sid, before_end))
+    refused = service_error(lambda: sdk.cursor(sid, 0, "AFTER_OFFSET", offset=sent[0].offset))
     assert refused.status == 400 and "outside the retention period" in refused.message
+    read_late = service_error(lambda: sdk.get(sid, made_early))
+    assert read_late.status == 400 and "outside the retention period" in read_late.message
     past_end = service_error(lambda: sdk.cursor(sid, 0, "AFTER_OFFSET", offset=sent[-1].offset + 1))
     assert past_end.status == 400 and "outside partition 0" in past_end.message
 
