@@ -139,7 +139,7 @@ class Producer(Streams):
         self._limit("GetStream", stream_id)
         return super().get_stream(stream_id)
 
-    def list_streams(self, query: dict[str, str]) -> tuple[list[dict[str, Any]], str | None]:
+    def list_streams(self, query: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
         self._limit("ListStreams", query.get("compartmentId") or query.get("streamPoolId", ""))
         return super().list_streams(query)
 

@@ -139,8 +139,8 @@ class StreamingRoutes:
             created, work = self.backend.create_stream(json_body(body))
             return self._json(created, {"opc-work-request-id": work})
         if method == "GET":
-            items, next_page = self.backend.list_streams(query)
-            return self._json(items, {"opc-next-page": next_page} if next_page else {})
+            items, pages = self.backend.list_streams(query)
+            return self._json(items, pages)
         raise no_method(method, path)
 
     def _work_requests(self, parts: list[str], query: dict[str, str]) -> Response:

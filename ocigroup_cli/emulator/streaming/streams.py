@@ -240,7 +240,7 @@ class Streams:
         next_page = str(start + limit) if start + limit < len(found) else None
         return {"items": [self._work_json(r) for r in page]}, next_page
 
-    def list_streams(self, query: dict[str, str]) -> tuple[list[dict[str, Any]], str | None]:
+    def list_streams(self, query: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
         compartment, pool = query.get("compartmentId"), query.get("streamPoolId")
         if compartment is None and pool is None:
             raise missing("ListStreams needs 'compartmentId' or 'streamPoolId'.")
@@ -270,8 +270,10 @@ class Streams:
             reverse=order == "DESC",
         )
         page = found[start : start + limit]
-        next_page = str(start + limit) if start + limit < len(found) else None
-        return [self._json(r, summary=True) for r in page], next_page
+        pages = {"opc-next-page": str(start + limit)} if start + limit < len(found) else {}
+        if start > 0:
+            pages["opc-prev-page"] = str(max(0, start - limit))
+        return [self._json(r, summary=True) for r in page], pages
 
 
 def _page_start(query: dict[str, str]) -> int:

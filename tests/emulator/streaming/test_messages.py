@@ -256,15 +256,19 @@ def test_errors_have_oci_shape_and_request_id(sdk):
 
 def test_list_streams_pages_and_delete(sdk, clock):
     ids = [sdk.stream(name=f"s{i:02d}") for i in range(7)]
-    names, page = [], None
+    names, page, prev = [], None, []
     while True:
         kwargs = {"page": page} if page else {}
         resp = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", limit=3, sort_by="NAME", **kwargs)
         names += [s.name for s in resp.data]
+        prev.append(resp.headers.get("opc-prev-page"))
         page = resp.next_page
         if not page:
             break
     assert names == [f"s{i:02d}" for i in range(7)]
+    assert prev[0] is None and all(prev[1:])  # the page before, from the second on
+    back = sdk.admin.list_streams(compartment_id="ocid1.compartment.oc1..test", limit=3, sort_by="NAME", page=prev[2])
+    assert [s.name for s in back.data] == ["s03", "s04", "s05"]
     deleted = sdk.admin.delete_stream(ids[0])
     work = sdk.admin.get_work_request(deleted.headers["opc-work-request-id"]).data
     assert (work.operation_type, work.status) == ("DELETE_STREAM", "IN_PROGRESS")
