@@ -44,10 +44,30 @@ def parse_rfc3339_ms(text: str, naive_local: bool = False) -> int:
     try:
         # naive at first: without an offset it is the local time zone's, resolved (with summer time) by the OS
         value = dt.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micros)  # noqa: DTZ001
-        value = value.astimezone() if zone is None and naive_local else value.replace(tzinfo=tz)
+        value = _local(value, text) if zone is None and naive_local else value.replace(tzinfo=tz)
+    except UnclearLocalTime:
+        raise
     except (ValueError, OverflowError, OSError) as exc:
         raise ValueError(f"{text!r} is not a valid date and time: {exc}") from None
     return datetime_to_ms(value)
+
+
+class UnclearLocalTime(ValueError):
+    """A local wall-clock time that summer time makes none or two."""
+
+
+def _local(wall: dt.datetime, text: str) -> dt.datetime:
+    """A wall-clock time of the local time zone; ValueError where summer time makes it none (the clocks went
+    forward past it) or two (they went back over it): a reset must not guess which hour was meant."""
+    first, second = wall.replace(fold=0).astimezone(), wall.replace(fold=1).astimezone()
+    if first == second:
+        return first
+    offsets = " or ".join(f"{t:%z}"[:3] + ":" + f"{t:%z}"[3:] for t in (first, second))
+    if first.replace(tzinfo=None) != wall or second.replace(tzinfo=None) != wall:
+        raise UnclearLocalTime(f"{text!r} does not exist in the local time zone (its clocks went forward over it); "
+                         f"give the time with an offset ({offsets}) or in UTC")  # fmt: skip
+    raise UnclearLocalTime(f"{text!r} happens twice in the local time zone (its clocks went back over it); give the "
+                     f"time with its offset ({offsets}) or in UTC")  # fmt: skip
 
 
 def local_text(ms: int) -> str:

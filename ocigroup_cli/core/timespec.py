@@ -4,11 +4,10 @@ positions in a stream (earliest, latest, a time). Output times are UTC."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import NamedTuple
 
-from ocigroup_cli.core.timefmt import both_zones, ms_to_rfc3339, parse_rfc3339_ms
+from ocigroup_cli.core.timefmt import UnclearLocalTime, both_zones, ms_to_rfc3339, parse_rfc3339_ms
 
 ACCEPTED = (
     "accepted: 2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00, 2024-05-01 10:00 (local time, as date prints it), "
@@ -44,8 +43,12 @@ def parse_time_ms(text: str, now_ms: int) -> int:
         return value if len(t) >= 12 else value * 1000
     if _DATE.match(t):
         t += "T00:00:00"
-    with contextlib.suppress(ValueError):
+    try:
         return parse_rfc3339_ms(t, naive_local=True)
+    except UnclearLocalTime:
+        raise  # a time of the right shape that summer time makes none or two: said as such
+    except ValueError:
+        pass
     if t.lower().endswith(" ago"):  # "15m ago", as the help writes it
         t = t[:-4].rstrip()
     try:

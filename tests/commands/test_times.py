@@ -71,6 +71,21 @@ def test_a_local_time_as_date_prints_it_is_local_and_the_plan_shows_both(berlin)
     assert ms_to_rfc3339(midnight).endswith(("T23:00:00.000Z", "T22:00:00.000Z"))  # Berlin's midnight in UTC
 
 
+@pytest.mark.parametrize(
+    ("when", "said"),
+    [("2026-03-29 02:30", "does not exist in the local time zone"), ("2026-10-25 02:30", "happens twice")],
+    ids=["clocks forward", "clocks back"],
+)
+def test_a_local_time_that_summer_time_makes_none_or_two_is_refused_not_guessed(berlin, when, said):
+    r = sh(berlin, f'ocigroup --config {berlin["config"]} reset billing --to "{when}"')
+    err = r.stderr.decode()
+    assert r.returncode == 2 and said in err and "+01:00" in err and "+02:00" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+    given = sh(berlin, f"ocigroup --config {berlin['config']} -o json reset billing --to 2026-10-25T02:30:00+01:00")
+    assert given.returncode == 0, given.stderr.decode()  # with its offset, the same wall time is one instant
+    assert json.loads(given.stdout)["target"] == "2026-10-25T01:30:00.000Z"
+
+
 def test_a_reset_target_in_the_future_is_refused_unless_asked_for(berlin):
     r = sh(berlin, f"ocigroup --config {berlin['config']} reset billing --to 2030-01-01")
     err = r.stderr.decode()

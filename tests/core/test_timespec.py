@@ -44,3 +44,31 @@ def test_durations():
     assert parse_duration_ms("90s") == 90_000 and parse_duration_ms("P1D") == 86_400_000
     with pytest.raises(ValueError):
         parse_duration_ms("soon")
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("2026-03-08 02:30", "does not exist"), ("2026-11-01 01:30", "happens twice"), ("2026-11-01T01:59:59", "twice")],
+)
+def test_a_wall_time_summer_time_makes_none_or_two_is_refused(new_york, text, said):
+    with pytest.raises(ValueError, match=said) as caught:
+        parse_time_ms(text, 0)
+    assert "-04:00" in str(caught.value) and "-05:00" in str(caught.value)
+
+
+def test_wall_times_beside_the_changes_are_one_instant(new_york):
+    assert ms_to_rfc3339(parse_time_ms("2026-03-08 01:59", 0)) == "2026-03-08T06:59:00.000Z"
+    assert ms_to_rfc3339(parse_time_ms("2026-03-08 03:00", 0)) == "2026-03-08T07:00:00.000Z"
+    assert ms_to_rfc3339(parse_time_ms("2026-11-01 02:00", 0)) == "2026-11-01T07:00:00.000Z"
+    assert ms_to_rfc3339(parse_time_ms("2026-11-01T01:30:00-05:00", 0)) == "2026-11-01T06:30:00.000Z"
