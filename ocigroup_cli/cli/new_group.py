@@ -8,7 +8,7 @@ import sys
 from ocigroup_cli import console
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.timespec import Position
-from ocigroup_cli.errors import UsageError
+from ocigroup_cli.errors import OcigroupError, UsageError
 
 
 def creating(stream: StreamInfo, group: str, start: Position, named: list[str], create: bool, now_ms: int) -> None:
@@ -26,9 +26,9 @@ def creating(stream: StreamInfo, group: str, start: Position, named: list[str], 
                 f"{recreated(start, last)}")  # fmt: skip
         if create:
             console.warn(f"{said}; recreating it (--create).")
-        elif not console.is_tty(sys.stdin):
-            raise UsageError(f"{said}.", "pass --create (and --from where it should go on) to recreate it; "
-                             "'ocigroup inspect GROUP' shows what is retained")  # fmt: skip
+        elif not console.is_tty(sys.stdin):  # an incident, exit 1 as README's table has a group that is gone
+            raise OcigroupError(f"{said}.", "pass --create (and --from where it should go on) to recreate it; "
+                                "'ocigroup inspect GROUP' shows what is retained")  # fmt: skip
         elif not console.ask(f"{said}. Recreate it?"):
             raise UsageError(f"group {group!r} was not recreated.", "pass --create with --from where it should go on")
         forget(stream.id, group)  # the new group is a new one: its use here starts now
