@@ -190,6 +190,7 @@ def _bind(config: ServerConfig) -> EmulatorServer:
 
     from ocigroup_cli.core.clock import ManualClock, SystemClock
     from ocigroup_cli.emulator.server import EmulatorServer
+    from ocigroup_cli.emulator.shared.store import DataInUse
     from ocigroup_cli.iam.file import IamFileError
 
     real = SystemClock()  # the rates and the lifecycle: real time, even when the test clock stands still
@@ -202,6 +203,9 @@ def _bind(config: ServerConfig) -> EmulatorServer:
         raise UsageError(f"--trusted-key: not a usable RSA key PEM ({exc}).") from None
     except sqlite3.Error as exc:
         raise UsageError(f"--data {config.data}: not a usable emulator database ({exc}).") from None
+    except DataInUse:
+        raise UsageError(f"--data {config.data}: another emulator serves it (it holds {config.data}.lock).",
+                         "stop that one first, or give another --data") from None  # fmt: skip
     except OSError as exc:
         if exc.filename is not None:  # the data file, not the socket
             raise UsageError(f"--data {config.data}: cannot open it ({exc.strerror}).") from None

@@ -254,7 +254,7 @@ class EmulatorServer:
         self.config = config
         self.clock = clock or SystemClock()
         self.real_clock = real_clock or self.clock
-        self.store = Store(config.data, fsync=config.fsync)
+        self.store = Store(config.data, fsync=config.fsync, clock=self.real_clock)
         self.backend = Backend(self.store, self.clock, config.options, real=self.real_clock)
         verifier = access = None
         if config.auth:

@@ -143,6 +143,27 @@ def test_serve_rejects_bad_options_with_one_line(tmp_path):
         assert needle in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_second_emulator_on_the_same_data_file_is_refused_and_the_file_is_free_once_the_first_stops(
+    tmp_path, api_key
+):
+    """Two emulators on one database would each keep rates, cursors and reservations of their own over the same
+    streams: the second is one line (exit 2); after the first stops (kill -9 too) the file is served again."""
+    data = str(tmp_path / "emu.db")
+    first, _ = serve(tmp_path, api_key, "--data", data)
+    second = subprocess.run([sys.executable, "-m", "ocigroup_cli", "emulator", "serve", "--port", "0", "--data", data],
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    first.kill()
+    first.wait(timeout=10)
+    assert second.returncode == 2 and "another emulator serves it" in second.stderr, second.stderr
+    assert len(second.stderr.strip().splitlines()) == 2
+    again, url = serve(tmp_path, api_key, "--data", data)
+    try:
+        assert admin_call(url, "/_emulator/health")["service"] == "ocigroup-emulator"
+    finally:
+        again.terminate()
+        again.wait(timeout=10)
+
+
 def test_value_survives_round_trip_through_process(tmp_path, api_key):
     proc, url = serve(tmp_path, api_key, "--data", ":memory:", "--dense-offsets")
     try:

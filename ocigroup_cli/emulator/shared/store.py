@@ -6,11 +6,14 @@ order of events. On disk the database runs in WAL mode: a committed transaction 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from ocigroup_cli.core.clock import Clock, SystemClock
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -171,16 +174,24 @@ MIGRATIONS: list[tuple[str, str]] = [
 OBJECT_STORAGE_TABLES = ("buckets", "objects", "uploads", "upload_parts", "retention_rules")
 
 
-class Store:
-    """Owns the SQLite connection. Use `with store.transaction() as db:` for every request."""
+class DataInUse(Exception):
+    """Another emulator serves the data file (it holds the file's lock)."""
 
-    def __init__(self, path: str = ":memory:", fsync: bool = False) -> None:
+
+class Store:
+    """Owns the SQLite connection, and a data file's lock for as long (two emulators on one file would each keep
+    rates, cursors and reservations of their own over the same streams). Use `with store.transaction() as db:`
+    for every request."""
+
+    def __init__(self, path: str = ":memory:", fsync: bool = False, clock: Clock | None = None) -> None:
         self.path = path
         self.persistent = path != ":memory:"
         self.fsync = fsync
+        self._held: int | None = None
         if self.persistent:
             parent = os.path.dirname(os.path.abspath(path))
             os.makedirs(parent, exist_ok=True)
+            self._held = _hold(path + ".lock", clock or SystemClock())
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         self._conn.execute("PRAGMA foreign_keys=OFF")
@@ -248,3 +259,21 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            if self._held is not None:
+                os.close(self._held)  # and its lock with it
+                self._held = None
+
+
+def _hold(lock_path: str, clock: Clock, tries: int = 60) -> int:
+    """The descriptor of `lock_path`, locked for this process (a lock file beside the database: SQLite's own locks
+    are released when any descriptor of the database file closes, so the file itself is not locked twice). An
+    emulator that is stopping holds it a moment after its port closed: it is waited for, 50 ms `tries` times."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    for _ in range(tries):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            clock.sleep(0.05)
+    os.close(fd)
+    raise DataInUse(lock_path)
