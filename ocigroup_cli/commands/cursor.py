@@ -9,7 +9,7 @@ import typer
 from ocigroup_cli import console
 from ocigroup_cli.cli.options import OutputOption, confirm_joining, fmt, globals_of, load_profile, session
 from ocigroup_cli.core.models import CURSOR_TYPES, GROUP_CURSOR_TYPES
-from ocigroup_cli.core.timespec import parse_time_ms
+from ocigroup_cli.core.timespec import Position, parse_time_ms
 from ocigroup_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -55,8 +55,24 @@ def _join(s: Session, group: str, me: str, kind: str, when: int | None, join_liv
     others = live_others(s.client, s.stream, group, me, now_ms)
     confirm_joining(group, others or [], join_live, "--partition P for a partition cursor, which joins nothing")
     made = group_cursor(s, group, me, kind, when, existed=others is not None)
+    if others is None:
+        _said_if_gone(s, group, Position(kind, when), now_ms)
     remember(s.stream.id, group, now_ms)
     return made
+
+
+def _said_if_gone(s: Session, group: str, start: Position, now_ms: int) -> None:
+    """A group this machine used that the service had removed was just made anew by the cursor: said, as `tail`
+    says it (which asks for --create first)."""
+    from ocigroup_cli.cli.new_group import recreated
+    from ocigroup_cli.core.gone import Gone
+    from ocigroup_cli.ops.groups import forget, seen
+
+    last = seen(s.stream.id).get(group)
+    if last is not None:
+        console.warn(f"group {group!r} was gone from the service: {Gone(last, s.stream.retention_hours).reason(now_ms)}"
+                     f". This cursor made it anew at {start.describe()}: {recreated(start, last)}.")  # fmt: skip
+        forget(s.stream.id, group)
 
 
 @app.command()

@@ -150,6 +150,18 @@ def test_a_group_removed_by_the_service_is_gone_not_a_new_group(weekend, tmp_pat
     assert after.returncode == 0, after.stderr.decode()
 
 
+def test_a_cursor_made_by_hand_for_a_gone_group_says_it_made_the_group_anew(weekend):
+    """`cursor create` is how a script joins by hand: it makes the group, as the service does, but a group this
+    machine used that the service removed is said to be gone and made anew, not made again without a word."""
+    by_hand = og(weekend, "cursor", "create", "payments", "--instance", "z", "-o", "json")
+    said = by_hand.stderr.decode()
+    assert by_hand.returncode == 0 and "group 'payments' was gone from the service: last seen here" in said, said
+    assert "This cursor made it anew at earliest: it reads every message still retained again" in said
+    assert og(weekend, "-o", "json", "inspect", "payments").returncode == 0  # the group is there again
+    again = og(weekend, "cursor", "create", "payments", "--instance", "z")
+    assert again.returncode == 0 and b"gone" not in again.stderr  # said once: it is a new group now
+
+
 def _path() -> str:
     return f"{proc.EXE.parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
