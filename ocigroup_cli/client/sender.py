@@ -65,12 +65,14 @@ class Sender:
         # a 404 for a request under a stream: the stream found instead, to send it to once more (client/streaming.py)
         self.on_stream_missing: Callable[[StreamInfo, OcigroupError], StreamInfo | None] | None = None
         self.on_service_time: Callable[[int], None] | None = None  # an answer told the service's own clock (ms)
+        self.reconnecting: Callable[[], None] | None = None  # before a connection opened again (client/transport.py)
         self.waiting: Waiting | None = None  # the request in flight (read by a status display thread)
 
     def clone(self) -> Self:
         """Another client with the same profile, credentials and hooks but its own connections (one per thread)."""
         other = type(self)(self.profile, self.clock, self.trace, random.Random(), self.creds, self.pacer)
         other.on_stream_missing, other.on_service_time = self.on_stream_missing, self.on_service_time
+        other.reconnecting = self.reconnecting
         return other
 
     @property
@@ -86,6 +88,7 @@ class Sender:
                 self._transports[endpoint] = Transport(endpoint, self.creds.signer, context, self.API_VERSION)
             except ValueError as exc:
                 raise ConfigError(f"profile {self.profile.name!r}: {exc}.") from None
+            self._transports[endpoint].reconnecting = self.reconnecting
         return self._transports[endpoint]
 
     def close(self) -> None:

@@ -189,11 +189,16 @@ class Transport:
         self.tls = tls
         self.proxy = proxy_for(self.endpoint)
         self._conn: http.client.HTTPConnection | None = None
+        self.reconnecting: Callable[[], None] | None = None  # hears of each connection opened after the first
+        self._opened = False
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         if self._conn is not None and self._conn.sock is not None and _closed_by_peer(self._conn.sock):
             self.close()  # the server ended the kept-alive connection while it was idle: open a new one
         if self._conn is None:
+            if self._opened and self.reconnecting is not None:
+                self.reconnecting()  # whoever answers now may not be who answered before (the local emulator's)
+            self._opened = True
             w = self.where
             host, port = (self.proxy.host, self.proxy.port) if self.proxy else (w.hostname, w.port)
             connect_s = min(CONNECT_TIMEOUT_S, timeout)

@@ -158,6 +158,18 @@ def _check_ours(current: Status) -> Status:
     return current
 
 
+def still_ours(port: int | None = None) -> None:
+    """Before a command connects again to the local port: an emulator that answers there now must prove it is this
+    state directory's (the one it used may have died, and another user's taken the port); ConfigError if not.
+    Nothing answering is left to the connection's own failure and retries."""
+    current = status(port)
+    if current.foreign:
+        raise ConfigError(f"something that is not an ocigroup emulator now answers on {current.url}.",
+                          "set OCIGROUP_LOCAL_PORT to a free port for the local profile")  # fmt: skip
+    if current.running:
+        _check_ours(current)
+
+
 @contextlib.contextmanager
 def first_use() -> Iterator[None]:
     """One process at a time sets the local profile up (key pair, emulator, stream): first commands may race."""

@@ -91,12 +91,13 @@ def open_session(
     options: str = "",
     stream_options: str = "",
 ) -> Session:
+    service = ServiceClock(clock.base if isinstance(clock, ServiceClock) else clock)
+    client = StreamingClient(profile, service, trace=trace)
     if profile.local:
         from ocigroup_cli.ops import local  # the local emulator's own (a profile for a service needs none of it)
 
         local.ensure_running(clock, notice)
-    service = ServiceClock(clock.base if isinstance(clock, ServiceClock) else clock)
-    client = StreamingClient(profile, service, trace=trace)
+        client.reconnecting = local.still_ours  # one that died and another that took its port: never used
     testclock.attach(client, service)
     session = Session(profile, client, options=options, stream_options=stream_options)
     client.on_stream_missing = session.stream_missing

@@ -6,6 +6,7 @@ data file are told to the owner only. Through the installed console script."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -109,3 +110,39 @@ def test_test_mode_refuses_a_web_pages_request_and_anyone_but_its_owner(tmp_path
     finally:
         emulator.send_signal(signal.SIGTERM)
         emulator.wait(timeout=20)
+
+
+def test_a_tail_whose_emulator_died_does_not_carry_on_with_another_that_took_its_port(tmp_path):
+    """The local profile's emulator is killed (-9) under a running `tail --exec`, and another user's emulator
+    (no auth, its own data) starts on the port: tail must not join there (it made the local stream anew and ran
+    its command on that emulator's messages). Each connection opened again asks for the owner's proof: one line,
+    exit 2, nothing run."""
+    port = free_port()
+    env = proc.clean_env(tmp_path / "mine", OCIGROUP_LOCAL_PORT=str(port))
+    got = tmp_path / "got.txt"
+    assert proc.run(["--profile", "local", "publish", "mine"], env).returncode == 0
+    args = ["--profile", "local", "tail", "billing", "--create", "--from", "latest", "--exec", f"cat >> {got}"]
+    tail = subprocess.Popen(
+        [proc.exe(), *args],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    foreign = None
+    try:
+        assert any("partitions held" in line for line in iter(tail.stderr.readline, ""))  # it has joined
+        pid = json.loads(proc.run(["emulator", "status", "-o", "json"], env).stdout)["pid"]
+        os.kill(pid, signal.SIGKILL)
+        foreign = subprocess.Popen(
+            [proc.exe(), "emulator", "serve", "--no-auth", "--port", str(port), "--data", str(tmp_path / "other.db")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        code = tail.wait(timeout=90)
+        err = tail.stderr.read()
+        assert code == 2 and "was not started from this state directory" in err, err
+        assert not got.exists()
+    finally:
+        for p in (tail, foreign):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        tail.stderr.close()
+        proc.run(["emulator", "stop"], env)  # mine, where the test failed before killing it
