@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -128,11 +128,17 @@ def reset(
         again = _save(s, the_plan, Path(save_plan), g.clock.time_ms(), g.repeated())
     if not _go_ahead(the_plan, out, execute, force, yes, again):
         return
-    record = apply(s.client, s.stream, the_plan, g.clock.time_ms())
+    _applied(apply(s.client, s.stream, the_plan, g.clock.time_ms()), the_plan.group, out)
+
+
+def _applied(record: dict[str, Any], group: str, out: str) -> None:
     rows = [[r["partition"], r["committed_before"], _next(r["next_read"])] for r in record["result"]]
-    title = f"reset applied to group {the_plan.group!r}"
+    title = f"reset applied to group {group!r}"
     console.emit(record, out, lambda: console.table(["PARTITION", "COMMITTED BEFORE", "READS NEXT"], rows, title=title))
-    console.notice(f"record written to {record['record_file']}")
+    if "record_error" in record:
+        console.warn(f"the reset was applied, but its record could not be completed ({record['record_error']}).")
+    else:
+        console.notice(f"record written to {record['record_file']}")
 
 
 def _again(s: Session, profile: Profile, from_plan: str | None, saved: SavedPlan | None, to: str | None,

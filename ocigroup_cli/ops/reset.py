@@ -18,7 +18,7 @@ from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.errors import OcigroupError
 from ocigroup_cli.ops.positions import NextRead, next_read
 from ocigroup_cli.ops.reach import COUNT_BYTES, find_newest
-from ocigroup_cli.paths import replace_file, state_dir
+from ocigroup_cli.paths import replace_file, state_dir, state_writes
 
 COUNT_CAP = 10_000
 
@@ -191,7 +191,13 @@ def _ends(reservations: list[Reservation], now_ms: int) -> dict[str, int]:
 
 
 def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: int) -> dict[str, Any]:
-    """Run UpdateGroup, re-read the group, and record before → after in the state directory."""
+    """Run UpdateGroup, re-read the group, and record before → after in the state directory. The record is
+    written first as begun: a state directory that cannot take it refuses the reset before anything changed (one
+    line, exit 2), and a command killed during it leaves the plan it was executing behind."""
+    path = state_dir() / "resets" / f"{ms_to_rfc3339(now_ms).replace(':', '')}-{_safe(the_plan.group)}.json"
+    begun = {**the_plan.to_json(), "stream_id": stream.id, "begun_at": ms_to_rfc3339(now_ms), "result": None}
+    with state_writes("the reset's record (written before the group is moved)"):
+        replace_file(path, json.dumps(begun, indent=2))
     client.update_group(stream, the_plan.group, the_plan.target.kind, the_plan.target.time_ms)
     after = {r.partition: r.committed_offset for r in client.get_group(stream, the_plan.group)}
     record = {
@@ -208,8 +214,10 @@ def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: i
             for p in the_plan.partitions
         ],
     }
-    path = state_dir() / "resets" / f"{ms_to_rfc3339(now_ms).replace(':', '')}-{_safe(the_plan.group)}.json"
-    replace_file(path, json.dumps(record, indent=2))
+    try:
+        replace_file(path, json.dumps(record, indent=2))
+    except OSError as exc:  # the group has moved: that is told all the same, and the record's fate beside it
+        record["record_error"] = f"{exc.strerror or exc}; {path} holds the reset as begun"
     record["record_file"] = str(path)
     return record
 

@@ -251,3 +251,35 @@ def test_a_bad_plan_on_the_local_profile_is_refused_before_the_emulator_starts(t
         assert status.returncode == 1 and json.loads(status.stdout)["running"] is False
     finally:
         proc.run(["emulator", "stop"], env)  # one started by a regression is not left running
+
+
+def test_a_state_directory_that_cannot_take_the_record_refuses_the_reset_before_the_group_moves(api_key, tmp_path):
+    """The record is written as begun before UpdateGroup: where it cannot be (here `resets` is a file; a read-only
+    mount does the same), nothing changes and it is one line, exit 2; it was applied, then an internal error."""
+    from ocigroup_cli.core.clock import SystemClock
+    from tests.helpers import cli as proc
+    from tests.helpers.service import Sdk, start_server, write_config
+
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=1, name="orders")
+        sdk.put(sid, [("k", f"m{i}") for i in range(3)])
+        consume_all(sdk, sid, "billing", "a")
+        committed = sdk.group(sid, "billing")[0].committed_offset
+        config = write_config(tmp_path, api_key, server.url, group__name="billing")
+        env = proc.clean_env(tmp_path / "state")
+        (tmp_path / "state").mkdir(mode=0o700)
+        (tmp_path / "state" / "resets").write_text("not a directory")
+        args = ["--config", config, "-o", "json", "reset", "--to", "earliest", "--execute", "--yes", "--force"]
+        r = proc.run(args, env)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and "cannot write the reset's record (written before the group is moved)" in err, err
+        assert r.stdout == b"" and sdk.group(sid, "billing")[0].committed_offset == committed  # nothing moved
+        (tmp_path / "state" / "resets").unlink()
+        done = proc.run(args, env)
+        assert done.returncode == 0, done.stderr.decode()
+        (record,) = (tmp_path / "state" / "resets").iterdir()
+        assert json.loads(record.read_text())["result"] == json.loads(done.stdout)["result"]  # completed
+    finally:
+        server.stop()
