@@ -18,7 +18,7 @@ from ocigroup_cli.cli.options import Globals, stream_choice
 from ocigroup_cli.core.clock import Clock, SystemClock
 from ocigroup_cli.delivery import failure
 from ocigroup_cli.errors import ExitCode, Interrupted, OcigroupError, ReaderGone
-from ocigroup_cli.paths import private_file, state_dir
+from ocigroup_cli.paths import check_state_dir, private_file, state_dir
 
 
 def _keep_flags_whole() -> None:
@@ -108,6 +108,7 @@ def root(
 ) -> None:
     """ocigroup — consumer-group operations for OCI Streaming."""
     console.check_format(output, metrics=ctx.invoked_subcommand == "inspect")
+    check_state_dir()
     overrides: dict[str, tuple[object, str]] = {"endpoint": (endpoint, "--endpoint")}
     if stream is not None:
         overrides.update(stream_choice(stream, "--stream"))

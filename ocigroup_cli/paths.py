@@ -35,6 +35,23 @@ def state_dir() -> Path:
     return Path(base) / "ocigroup"
 
 
+def check_state_dir() -> None:
+    """A state directory that is there must be this user's, and writable by it alone: it holds keys, message values
+    and the emulator's data, and another local user who made it (`/tmp/ocigroup` before a cron job's first run,
+    mode 0777) could plant links in it or swap its keys. ConfigError otherwise; one not there yet is made 0700."""
+    path = state_dir()
+    try:
+        st = path.stat()
+    except OSError:
+        return  # not there yet, or not reachable: said where it is written
+    if st.st_uid != os.geteuid():
+        raise ConfigError(f"state directory {path} belongs to another user (uid {st.st_uid}): it is not used.",
+                          "set OCIGROUP_STATE_DIR to a directory of your own")  # fmt: skip
+    if st.st_mode & 0o022:
+        raise ConfigError(f"state directory {path} can be written by others (mode {st.st_mode & 0o777:o}): it is "
+                          "not used.", f"chmod 700 {path}, or use a directory of your own")  # fmt: skip
+
+
 def config_path() -> Path:
     """The profile file when neither --config nor $OCIGROUP_CONFIG names one."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(_home() / ".config")

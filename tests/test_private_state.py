@@ -45,3 +45,26 @@ def test_the_crash_log_keeps_the_command_and_option_names_not_the_values():
             "streams", "show", "orders", "-q"]  # fmt: skip
     assert said_argv(argv) == ["--profile", "…", "publish", "…", "--key=…", "tail", "--exec", "…", "streams",
                                "show", "…", "-q"]  # fmt: skip
+
+
+def test_a_state_directory_others_can_write_or_that_another_user_made_is_not_used(tmp_path):
+    """`OCIGROUP_STATE_DIR=/tmp/ocigroup` in a cron line, made beforehand by another local user (mode 0777, a link
+    `emulator.log` to a file of the victim's planted in it): refused in one line, nothing started or written."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    victim = tmp_path / "victim-file"
+    victim.write_text("the victim's\n")
+    (shared / "emulator.log").symlink_to(victim)
+    env = proc.clean_env(shared, OCIGROUP_LOCAL_PORT=str(free_port()))
+    for args in (["emulator", "start"], ["--profile", "local", "publish", "x"], ["groups", "list"]):
+        r = proc.run(args, env)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and f"state directory {shared} can be written by others (mode 777)" in err, err
+    assert victim.read_text() == "the victim's\n" and sorted(p.name for p in shared.iterdir()) == ["emulator.log"]
+    shared.chmod(0o700)
+    assert proc.run(["profile", "show"], env).returncode == 0  # its owner's alone: used
+    if os.geteuid() == 0:  # only root can give a directory to another user
+        os.chown(shared, 1002, 1002)
+        theirs = proc.run(["profile", "show"], env)
+        assert theirs.returncode == 2 and b"belongs to another user (uid 1002)" in theirs.stderr
