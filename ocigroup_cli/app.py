@@ -193,22 +193,25 @@ def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object
 
 @contextlib.contextmanager
 def _terminated_as_interrupted() -> Iterator[None]:
-    """SIGTERM (systemd, `kill`, a container stopping) ends a command as Ctrl-C does: its clean-up runs (a scrape
-    port closed, a partial export removed, a tail's last commit) and it exits 130. Commands that stop otherwise
-    (the emulator) install their own handler."""
+    """SIGTERM (systemd, `kill`, a container stopping) and SIGHUP (the terminal or ssh session closed: the shell
+    hangs up its jobs) end a command as Ctrl-C does: its clean-up runs (a scrape port closed, a partial export
+    removed, a tail's last commit) and it exits 130. A SIGHUP ignored from the start (nohup) stays ignored.
+    Commands that stop otherwise (the emulator) install their own handler."""
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
+    wanted = [signal.SIGTERM] + ([signal.SIGHUP] if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN else [])
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = {s: signal.signal(s, interrupt) for s in wanted}
     except ValueError:  # not the main thread (a test running the CLI in a thread): leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _run(argv: list[str] | None, clock: Clock | None, spark: object) -> int:

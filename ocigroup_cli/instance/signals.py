@@ -1,7 +1,7 @@
-"""SIGINT and SIGTERM for a loop that must stop in order (instance/worker.py): they are counted, not raised anywhere.
-The first one interrupts only a wait on the network (`network()`: an outage is not waited out at Ctrl-C); the loop
-sees the count and stops at its next turn, with its bookkeeping whole; a second tells it to hurry. Only the main
-thread takes signals (a test running the CLI in another thread installs nothing)."""
+"""SIGINT, SIGTERM and SIGHUP for a loop that must stop in order (instance/worker.py): they are counted, not raised
+anywhere. The first one interrupts only a wait on the network (`network()`: an outage is not waited out at Ctrl-C);
+the loop sees the count and stops at its next turn, with its bookkeeping whole; a second tells it to hurry. Only
+the main thread takes signals (a test running the CLI in another thread installs nothing)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ class Signals:
             return
         # one the process was started with ignored stays ignored, as plain tail leaves it (a shell starts a script's
         # background job with SIGINT ignored: the terminal's Ctrl-C is not for it)
-        taken = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not signal.SIG_IGN]
+        # SIGHUP too: what a shell sends its jobs when the terminal or ssh session closes (nohup ignores it)
+        wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        taken = [s for s in wanted if signal.getsignal(s) is not signal.SIG_IGN]
         before = {s: signal.signal(s, on_signal) for s in taken}
         try:
             yield

@@ -28,15 +28,17 @@ def _starts(w, name: str = "started") -> list[int]:
     return sorted(int(p.name.rsplit("-", 1)[1]) for p in w.work.glob(f"{name}-*"))
 
 
-def test_sigterm_lets_the_running_command_finish_commits_it_and_exits_130(api_key, tmp_path):
-    """As systemd stops a unit (KillMode=mixed: SIGTERM to tail alone): no new message, the running command ends
-    its work, what finished is committed."""
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_sigterm_lets_the_running_command_finish_commits_it_and_exits_130(api_key, tmp_path, stop):
+    """As systemd stops a unit (KillMode=mixed: SIGTERM to tail alone), or a shell hangs up its jobs when the
+    terminal or ssh session closes (SIGHUP: it killed tail outright, exit 129, its command left running): no new
+    message, the running command ends its work, what finished is committed."""
     with world(api_key, tmp_path, partitions=1) as w:
         w.publish([f"m{i}" for i in range(6)])
         tail = w.start("--exec", _started(w) + f"sleep 1.5; {RECORD}")
         assert wait_for(lambda: len(_starts(w)) >= 2, 20), w.err()
         running = _starts(w)[-1]
-        tail.send_signal(signal.SIGTERM)
+        tail.send_signal(stop)
         assert tail.wait(timeout=20) == 130
         text = w.err()
         assert "stopping: waiting up to 30s for 1 command(s) in hand (running, or waiting to retry)" in text, text
