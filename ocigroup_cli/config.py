@@ -284,7 +284,7 @@ class Profile:
         return self.settings.group.instance.format(
             hostname=socket.gethostname(),
             pid=pid if pid is not None else os.getpid(),
-            user=getpass.getuser(),
+            user=_user(),
             random=secrets.token_hex(4),
         )
 
@@ -471,3 +471,12 @@ def resolve(
                 b.set("stream.id", None, f"flag {flag}")  # a stream named on the command line wins over an id
     file = path if doc else None
     return Profile(name, b.values, b.sources, local=is_local, file=file, file_groups=_group_names(profiles))
+
+
+def _user() -> str:
+    """The login name, as getpass finds it (LOGNAME, USER, …, the passwd entry); `uid1000` for a uid without any
+    (a container run with `--user 1000`, systemd's DynamicUser), where getpass raises."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid{os.getuid()}"

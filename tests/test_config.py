@@ -51,6 +51,22 @@ def test_local_profile_is_built_in(tmp_path):
     assert p.sources["endpoint"] == "built-in local profile"
 
 
+def test_an_instance_name_for_a_uid_without_a_login_name(monkeypatch):
+    """`docker --user 4242`, OpenShift, systemd's DynamicUser: no passwd entry and no USER; getpass raises KeyError,
+    which was an internal error even with --instance given (the template is filled whole)."""
+    import getpass
+    import os
+
+    def no_login() -> str:
+        raise KeyError("getpwuid(): uid not found: 4242")
+
+    monkeypatch.setattr(getpass, "getuser", no_login)
+    p = resolve(None, "local", overrides={"group.instance": ("{user}-{pid}", "--instance")}, env={})
+    assert p.instance_name(pid=7) == f"uid{os.getuid()}-7"
+    given = resolve(None, "local", overrides={"group.instance": ("w1", "--instance")}, env={})
+    assert given.instance_name() == "w1"
+
+
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
