@@ -7,6 +7,7 @@ import contextlib
 import errno
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -98,14 +99,18 @@ def replace_file(path: Path, text: str, make_parent: bool = True, private: bool 
     """Write `text` to `path` at once: a reader sees the old file or the new one, never part of one (written to a
     hidden file of this process beside it, then renamed). Makes the directory unless `make_parent` is False (a
     directory that its owner removed stays removed); `private` (the state directory's files): readable by its owner
-    only, from the start. Raises OSError."""
+    only, from the start; else a file the user named: the mode of the file it replaces, or as the umask makes a new
+    one (a textfile that node_exporter, another user, reads). Raises OSError."""
     if make_parent:
         private_dirs(path.parent)
     if path.exists() and not path.is_file():  # a device (/dev/null, run as root), pipe or socket: never replaced
         raise OSError(errno.EEXIST, "it is there and is not a regular file, so it is not replaced", str(path))
+    kept = None if private or not path.exists() else stat.S_IMODE(path.stat().st_mode)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.unlink(missing_ok=True)  # so that the mode below applies to a new file
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666), "w") as f:
+        if kept is not None:
+            os.fchmod(f.fileno(), kept)
         f.write(text)
     tmp.replace(path)
 

@@ -187,7 +187,7 @@ def _write(path: Path, text: str) -> None:
     from ocigroup_cli.paths import replace_file
 
     try:
-        replace_file(path, text, make_parent=False)  # a scrape reads the old file or the new one, never half
+        replace_file(path, text, make_parent=False, private=False)  # a scrape reads the old or the new one, whole
     except OSError as exc:
         raise UsageError(
             f"--metrics-file {path}: {exc.strerror or exc}.", "give a path in a directory that exists and is writable"

@@ -252,6 +252,27 @@ def _rules(api: str) -> list[dict]:
     return [rule for group in _get(api + "rules")["groups"] for rule in group["rules"]]
 
 
+def test_a_textfile_is_readable_as_the_umask_or_the_file_it_replaces_allows(busy, tmp_path):
+    """node_exporter reads the textfile as another user: it was always written 0600, whatever the umask, and an
+    existing 0644 file replaced by a 0600 one."""
+    import os
+    import stat
+
+    _, _, config, env = busy
+    fresh, kept = tmp_path / "fresh.prom", tmp_path / "kept.prom"
+    kept.write_text("# EOF\n")
+    kept.chmod(0o644)
+    umask = os.umask(0o027)
+    try:
+        for path in (fresh, kept):
+            r = proc.run(["--config", config, "inspect", "--metrics-file", str(path)], env)
+            assert r.returncode == 0, r.stderr.decode()
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o640  # 0666 under the umask
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o644 and "ocigroup_" in kept.read_text()
+
+
 def test_where_a_scrape_target_or_a_textfile_cannot_be_there_is_one_line_with_the_right_fix(busy, tmp_path):
     import os
     import socket
