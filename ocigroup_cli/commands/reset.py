@@ -198,7 +198,9 @@ def _planned(s: Session, profile: Profile, target: Position, g: Globals) -> tupl
     the_plan = _new_plan(s, profile, target, now)
     future = " --allow-future" if (target.time_ms or 0) > now else ""
     to = the_plan.target.describe()
-    return the_plan, f"ocigroup{g.repeated()} reset {shellword.quote(the_plan.group)} --to {to}{future} --execute --yes"
+    return the_plan, shellword.command(
+        f"ocigroup{g.repeated()} reset", [the_plan.group], f" --to {to}{future} --execute --yes"
+    )
 
 
 def _new_plan(s: Session, profile: Profile, target: Position, now_ms: int) -> Plan:

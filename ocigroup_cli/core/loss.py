@@ -175,7 +175,7 @@ def resume_command(group: str, target: Position, options: str = "") -> str:
     """The command that moves `group` to `target`, for a person or a script to run as it stands (--yes: no
     question, which a script cannot answer). With --force: the group's instances are stuck on the loss too (or
     just stopped on it, their reservations not yet run out), and the move is what they need."""
-    return f"ocigroup{options} reset {shellword.quote(group)} --to {target.describe()} --execute --force --yes"
+    return shellword.command(f"ocigroup{options} reset", [group], f" --to {target.describe()} --execute --force --yes")
 
 
 __all__ = ["Loss", "loss", "parse_rfc3339_ms", "possible_loss", "refused_after", "resume_at", "resume_command"]

@@ -184,7 +184,7 @@ def _by_name(client: StreamingClient, name: str, compartment: str, options: str 
         )
         raise StreamNotFound(
             f"no active stream named {name!r} in compartment {compartment}.",
-            f"{known}create it with: ocigroup{options} streams create {shellword.quote(name)} "
+            f"{known}create it with: {shellword.command(f'ocigroup{options} streams create', [name])} "
             f"(ocigroup{options} streams list shows them all)",
         )
     return client.get_stream(found[0].id)  # ListStreams' summaries leave out the retention

@@ -183,7 +183,7 @@ def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, ma
         "start its consumers again with the group created where it should go on ('ocigroup tail GROUP --create "
         "--from TIME', --from earliest for every retained message); if it was retired on purpose, forget it"
     )
-    forget = f"ocigroup{options} groups forget {' '.join(shellword.quote(v.group) for v in gone)}"
+    forget = shellword.command(f"ocigroup{options} groups forget", [v.group for v in gone])
     if many:
         names = ", ".join(repr(v.group) for v in gone)
         raise OcigroupError(f"{len(gone)} group(s) gone from the service: {names}.", hint + " (each):", forget)

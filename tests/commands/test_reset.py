@@ -283,3 +283,35 @@ def test_a_state_directory_that_cannot_take_the_record_refuses_the_reset_before_
         assert json.loads(record.read_text())["result"] == json.loads(done.stdout)["result"]  # completed
     finally:
         server.stop()
+
+
+def test_the_printed_command_for_a_group_named_like_an_option_runs_as_printed(api_key, tmp_path):
+    """A group `-dash` (made with `tail --create -- -dash`): the plan's printed command puts it after `--`, or the
+    command's parser takes it for an option ("No such option: -d", exit 2) when a script runs it as printed."""
+    import re
+    import subprocess
+
+    from ocigroup_cli.core.clock import SystemClock
+    from tests.helpers import cli as proc
+    from tests.helpers.service import Sdk, start_server, write_config
+
+    server = start_server(api_key, SystemClock())
+    try:
+        sdk = Sdk(server, api_key)
+        sid = sdk.stream(partitions=1, name="orders")
+        sdk.put(sid, [("k", "m")])
+        consume_all(sdk, sid, "-dash", "a", timeout_ms=1000)
+        config = write_config(tmp_path, api_key, server.url)
+        env = {**proc.clean_env(tmp_path / "state"), "PATH": f"{proc.EXE.parent}:/usr/bin:/bin"}
+        planned = proc.run(["--config", config, "reset", "--to", "earliest", "--", "-dash"], env)
+        err = planned.stderr.decode()
+        assert planned.returncode == 0, err
+        printed = re.search(r"^\s*(ocigroup .* -- -dash)$", err, re.MULTILINE)
+        assert printed, err
+        time.sleep(1.2)  # the instance's reservation (1 s) runs out: the reset is not refused for it
+        ran = subprocess.run(["bash", "-c", printed[1]], env=env, capture_output=True, timeout=60,
+                             stdin=subprocess.DEVNULL)  # fmt: skip
+        assert ran.returncode == 0, ran.stderr.decode()
+        assert sdk.group(sid, "-dash")[0].committed_offset is None  # moved to the start
+    finally:
+        server.stop()
