@@ -187,6 +187,10 @@ def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object
 
     Tests may inject a clock, and a Spark session to share between exports."""
     _tolerant_text_streams()
+    if os.environ.get("_OCIGROUP_COMPLETE", "").startswith("complete_"):
+        # a shell asks for candidates: Typer renders each one's help with Rich at the console's width (80 here),
+        # and fish takes every line of a wrapped help for a candidate of its own ("(--format)."): one line each
+        os.environ["COLUMNS"] = "10000"
     with _terminated_as_interrupted():
         return _run(argv, clock, spark)
 

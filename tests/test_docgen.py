@@ -284,6 +284,19 @@ def test_completion_protocol_through_the_entry_point():
 
 
 @needs_script
+@pytest.mark.parametrize("words", ["ocigroup tail --", "ocigroup inspect --", "ocigroup emulator serve --"])
+def test_fish_candidates_are_one_line_each_however_long_their_help(words):
+    """fish takes each line of the answer for a candidate: a help that Rich wrapped at 80 columns made candidates
+    such as "(--format)." of its own."""
+    env = {**os.environ, "_OCIGROUP_COMPLETE": "complete_fish", "_TYPER_COMPLETE_FISH_ACTION": "get-args",
+           "_TYPER_COMPLETE_ARGS": words, "COLUMNS": "80"}  # fmt: skip
+    done = subprocess.run([str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) > 10, done.stderr
+    assert [line for line in lines if not re.fullmatch(r"-[^\t ]+(\t.+)?", line)] == []
+
+
+@needs_script
 @pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
 def test_bash_completion_script(tree):
     words = ["ocigroup in", "ocigroup tail --max", "ocigroup emulator s", "ocigroup --version ", "ocigroup -p x re"]
