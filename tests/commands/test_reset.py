@@ -195,6 +195,10 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
         assert f"partition 0 committed nothing -> {moved}" in err and len(err.strip().splitlines()) == 2
         assert sdk.group(sid, "billing")[0].committed_offset == moved  # nothing changed
 
+        plan_file.chmod(0o666)  # reviewed in a shared place: anyone could have changed it since
+        shared = proc.run(["--config", config, "reset", "--from-plan", str(plan_file)], env)
+        assert b"can be written by others: what runs is what the file says now" in shared.stderr, shared.stderr
+        plan_file.chmod(0o600)
         edited = tmp_path / "edited.plan"  # a plan edited by hand: one line, not an internal error
         doc = json.loads(plan_file.read_text())
         del doc["stream_id"]
