@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ocigroup_cli import inputs
+from ocigroup_cli.core.shellword import quote
 from ocigroup_cli.errors import ConfigError
 
 MAX_STATE_FILE_BYTES = 16 << 20  # the state directory's JSON files (caches and hints) hold a few KB
@@ -50,7 +51,7 @@ def check_state_dir() -> None:
                           "set OCIGROUP_STATE_DIR to a directory of your own")  # fmt: skip
     if st.st_mode & 0o022:
         raise ConfigError(f"state directory {path} can be written by others (mode {st.st_mode & 0o777:o}): it is "
-                          "not used.", f"chmod 700 {path}, or use a directory of your own")  # fmt: skip
+                          "not used.", f"chmod 700 {quote(str(path))}, or use a directory of your own")  # fmt: skip
 
 
 def config_path() -> Path:

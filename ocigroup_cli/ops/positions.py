@@ -5,8 +5,8 @@ The group's next read is the one after its committed offset C. A cursor AFTER_OF
 read would: messages, nothing (the end), or 400 "The cursor is outside the retention period" when messages after
 C expired unread, also when nothing is retained any more (from CreateCursor: the documented range of an offset
 starts at the oldest retained one). A CreateCursor refused in other words is answered from the oldest retained
-message instead. A partition the group never committed
-reads from where the group started, which no answer shows: it is judged by the group's age (`in_use_ms`).
+message instead. A partition the group never committed reads from where the group started, which no answer
+shows: it is judged by the group's age (`in_use_ms`).
 """
 
 from __future__ import annotations
