@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from tests.helpers import cli as proc
-from tests.helpers.history import consume_all, key_for
-from tests.helpers.service import Sdk, start_server, write_config
+from tests.helpers.history import consume_all, key_for, stream_in_the_past
+from tests.helpers.service import write_config
 
 HOUR = 3_600_000
 MINUTE = 60_000
@@ -33,12 +32,7 @@ def lost(api_key, tmp_path):
     - partition 1: everything read; 4 messages published 65 minutes before now were read and committed by the
       instance that holds it ("again": a move to the time of partition 0's first kept message replays them).
     The clock is then set to now and let run."""
-    now = SystemClock().time_ms()
-    t0 = now - 26 * HOUR
-    clock = ManualClock(t0)
-    server = start_server(api_key, clock)
-    sdk = Sdk(server, api_key)
-    sid = sdk.stream(partitions=2, name="orders", retention=24)
+    now, t0, clock, server, sdk, sid = stream_in_the_past(api_key, 26, partitions=2)
     k0, k1 = key_for(0, 2), key_for(1, 2)
     sdk.put(sid, [(k0, f"old0-{i}") for i in range(10)] + [(k1, f"old1-{i}") for i in range(10)])
     first = sdk.group_cursor(sid, "billing", "a", timeout_in_ms=30_000)
@@ -173,12 +167,7 @@ def test_a_key_less_message_reads_back_without_a_key(lost):
 def drained(api_key, tmp_path):
     """Group `billing` on a 2-partition stream with nothing waiting anywhere: partition 0 lost messages and retains
     none; partition 1's messages (published 65 minutes ago) were all read and committed."""
-    now = SystemClock().time_ms()
-    t0 = now - 26 * HOUR
-    clock = ManualClock(t0)
-    server = start_server(api_key, clock)
-    sdk = Sdk(server, api_key)
-    sid = sdk.stream(partitions=2, name="orders", retention=24)
+    now, t0, clock, server, sdk, sid = stream_in_the_past(api_key, 26, partitions=2)
     k0, k1 = key_for(0, 2), key_for(1, 2)
     sdk.put(sid, [(k0, f"old0-{i}") for i in range(4)] + [(k1, f"old1-{i}") for i in range(4)])
     consume_all(sdk, clock, sid, sdk.group_cursor(sid, "billing", "a", timeout_in_ms=30_000))

@@ -17,12 +17,11 @@ import subprocess
 
 import pytest
 
-from ocigroup_cli.core.clock import ManualClock, SystemClock
 from ocigroup_cli.ops import groups
 from tests.helpers import cli as proc
-from tests.helpers.history import consume_all, key_for
+from tests.helpers.history import consume_all, key_for, stream_in_the_past
 from tests.helpers.prom import samples
-from tests.helpers.service import Sdk, start_server, write_config
+from tests.helpers.service import write_config
 
 HOUR = 3_600_000
 MINUTE = 60_000
@@ -36,12 +35,7 @@ def weekend(api_key, tmp_path, monkeypatch):
     - partition 2: never committed: 5 messages came after the group started and expired unread, 2 came an hour ago.
     A crash-looping instance kept the group in use 20 hours ago. Group `payments`, used here 3 days ago and not
     since: OCI removed it."""
-    now = SystemClock().time_ms()
-    t0 = now - 72 * HOUR
-    clock = ManualClock(t0)
-    server = start_server(api_key, clock)
-    sdk = Sdk(server, api_key)
-    sid = sdk.stream(partitions=3, name="orders", retention=24)
+    now, t0, clock, server, sdk, sid = stream_in_the_past(api_key, 72, partitions=3)
     sdk.put(sid, [(key_for(0, 3), f"read0-{i}") for i in range(3)] + [(key_for(1, 3), f"read1-{i}") for i in range(3)])
     consume_all(sdk, clock, sid, sdk.group_cursor(sid, "billing", "a", timeout_in_ms=30_000))
     sdk.group_cursor(sid, "payments", "p", timeout_in_ms=30_000)
