@@ -28,6 +28,9 @@ from tests.helpers.service import ApiKey, Sdk, make_key, start_server
 # and tails run on to the end. A user's Ctrl-C reaches a foreground process, whose SIGINT is not ignored.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise SIGHUP under nohup: the tests that hang up a tail would see it ignored, as tail rightly keeps it then.
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 # The developer's proxy variables would reach the session's fixtures (the oci SDK and gRPC honour them even for
 # loopback); tests that need a proxy set their own.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import itertools
 import os
@@ -161,13 +162,15 @@ def _check_ours(current: Status) -> Status:
 def still_ours(port: int | None = None) -> None:
     """Before a command connects again to the local port: an emulator that answers there now must prove it is this
     state directory's (the one it used may have died, and another user's taken the port); ConfigError if not.
-    Nothing answering is left to the connection's own failure and retries."""
+    No answer to the proof (nothing there, or something that drops the question) is a refused connection, which
+    the request retries."""
     current = status(port)
     if current.foreign:
         raise ConfigError(f"something that is not an ocigroup emulator now answers on {current.url}.",
                           "set OCIGROUP_LOCAL_PORT to a free port for the local profile")  # fmt: skip
-    if current.running:
-        _check_ours(current)
+    if not current.running:  # no proof, so no connection: retried as a refused one, until the proof comes
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "no emulator proved itself this state directory's there")
+    _check_ours(current)
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
 import urllib.error
@@ -146,3 +147,26 @@ def test_a_tail_whose_emulator_died_does_not_carry_on_with_another_that_took_its
                 p.wait()
         tail.stderr.close()
         proc.run(["emulator", "stop"], env)  # mine, where the test failed before killing it
+
+
+def test_a_port_that_gives_no_proof_is_never_connected_to_again():
+    """Before a command connects again to the local port, the emulator there must prove itself: one that drops
+    the question (and would pass everything else on elsewhere) is a refused connection, retried, never used."""
+    from ocigroup_cli.ops import local
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def drop() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.close()
+
+    threading.Thread(target=drop, daemon=True).start()
+    try:
+        with pytest.raises(ConnectionRefusedError, match="no emulator proved itself"):
+            local.still_ours(server.getsockname()[1])
+    finally:
+        server.close()
