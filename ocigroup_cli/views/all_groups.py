@@ -137,8 +137,9 @@ def _table(looked: list[tuple[GroupView, Health]], stream: str, caption: str | N
     """One row per group; `caption` (a watch's): when it was refreshed, or why the rows are not new."""
     rows = [row(v, h) for v, h in looked]
     table = [
-        [r["group"], r["state"], r["members"], lag_text(r["lag_messages"], r["lag_capped"], r["lag_at_most"]),
-         human_duration(r["max_time_lag_s"]), r["health"], r["pace"] or ""]
+        [r["group"], r["state"], r["members"], "" if r["lag_messages"] is None else  # GONE: no figure, never a 0
+         lag_text(r["lag_messages"], r["lag_capped"], r["lag_at_most"]),
+         "" if r["max_time_lag_s"] is None else human_duration(r["max_time_lag_s"]), r["health"], r["pace"] or ""]
         for r in rows
     ]  # fmt: skip
     shown = console.table(COLUMNS, table, title=f"{len(rows)} group(s) on {stream}", whole=("PACE",))

@@ -357,6 +357,9 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     )
     quiet = proc.run(["-q", *args], env)  # the README's cron lines use -q: the error line stays
     assert quiet.returncode == 1 and b"2 group(s) gone from the service: 'gone', 'audti'" in quiet.stderr
+    table = proc.run(["--config", config, "-o", "table", "inspect", "--all-groups"], env)  # GONE: no lag figure
+    assert table.returncode == 1 and b"Traceback" not in table.stderr and b"internal error" not in table.stderr
+    assert re.search(rb"gone +GONE", table.stdout), table.stdout.decode()
     gone = {dict(labels)["group"]: v for (name, labels), v in samples(prom.read_text()).items()
             if name == "ocigroup_consumergroup_gone"}  # fmt: skip
     assert gone == {"audit": 0, "gone": 1, "audti": 1, "billing": 0, "payments": 0}
