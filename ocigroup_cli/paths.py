@@ -72,7 +72,7 @@ def private_dirs(path: Path) -> Path:
     for folder in reversed(missing):
         mine = folder == state or state in folder.parents
         with contextlib.suppress(FileExistsError):  # another process made it a moment ago
-            folder.mkdir(mode=0o700 if mine else 0o777)
+            folder.mkdir(mode=0o700 if mine else 0o755)  # never writable by others, whatever the umask (umask 000)
     return path
 
 
@@ -106,12 +106,14 @@ def replace_file(path: Path, text: str, make_parent: bool = True, private: bool 
         private_dirs(path.parent)
     if path.exists() and not path.is_file():  # a device (/dev/null, run as root), pipe or socket: never replaced
         raise OSError(errno.EEXIST, "it is there and is not a regular file, so it is not replaced", str(path))
-    kept = None if private or not path.exists() else stat.S_IMODE(path.stat().st_mode)
+    kept = None if private or not path.exists() else path.stat()
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.unlink(missing_ok=True)  # so that the mode below applies to a new file
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666), "w") as f:
-        if kept is not None:
-            os.fchmod(f.fileno(), kept)
+        if kept is not None:  # its group (a collector's) where this user may give it, then its mode, set-id bits not
+            with contextlib.suppress(OSError):
+                os.fchown(f.fileno(), -1, kept.st_gid)
+            os.fchmod(f.fileno(), stat.S_IMODE(kept.st_mode) & 0o777)
         f.write(text)
     tmp.replace(path)
 

@@ -31,7 +31,7 @@ def test_a_fresh_state_directory_and_everything_in_it_are_private(tmp_path):
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
     umask = os.umask(0)
     os.umask(umask)  # only what is ocigroup's own is made 0700; above it, the user's umask rules
-    assert stat.S_IMODE((tmp_path / "deep").stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((tmp_path / "deep").stat().st_mode) == 0o755 & ~umask  # never writable by others
     found = list(state.rglob("*"))
     kept = {"emulator.db", "emulator.log", "streams.json", "key.pem", "key_public.pem", "groups.json", "newest.json"}
     assert kept <= {p.name for p in found}, sorted(p.name for p in found)

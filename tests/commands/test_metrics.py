@@ -271,6 +271,11 @@ def test_a_textfile_is_readable_as_the_umask_or_the_file_it_replaces_allows(busy
         os.umask(umask)
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o640  # 0666 under the umask
     assert stat.S_IMODE(kept.stat().st_mode) == 0o644 and "ocigroup_" in kept.read_text()
+    if os.geteuid() == 0:  # a textfile of the collector's group (only root can give one to any group)
+        os.chown(kept, -1, 1002)
+        kept.chmod(0o4750)
+        assert proc.run(["--config", config, "inspect", "--metrics-file", str(kept)], env).returncode == 0
+        assert (kept.stat().st_gid, stat.S_IMODE(kept.stat().st_mode)) == (1002, 0o750)  # no set-id bit
 
 
 def test_where_a_scrape_target_or_a_textfile_cannot_be_there_is_one_line_with_the_right_fix(busy, tmp_path):
