@@ -43,15 +43,34 @@ def check_state_dir() -> None:
     mode 0777) could plant links in it or swap its keys. ConfigError otherwise; one not there yet is made 0700."""
     path = state_dir()
     try:
-        st = path.stat()
+        st, link = path.stat(), path.lstat()
     except OSError:
         return  # not there yet, or not reachable: said where it is written
+    if stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.geteuid(), 0):
+        raise ConfigError(f"state directory {path} is a link that belongs to another user (uid {link.st_uid}), who "
+                          "can point it elsewhere: it is not used.", "use a directory of your own")  # fmt: skip
+    _check_parents(path)
     if st.st_uid != os.geteuid():
         raise ConfigError(f"state directory {path} belongs to another user (uid {st.st_uid}): it is not used.",
                           "set OCIGROUP_STATE_DIR to a directory of your own")  # fmt: skip
     if st.st_mode & 0o022:
         raise ConfigError(f"state directory {path} can be written by others (mode {st.st_mode & 0o777:o}): it is "
                           "not used.", f"chmod 700 {quote(str(path))}, or use a directory of your own")  # fmt: skip
+
+
+def _check_parents(path: Path) -> None:
+    """The folders above the state directory (as named, and as the links resolve) must be their owner's or root's,
+    and not writable by anyone unless sticky (`/tmp`): whoever else can write one can replace what is below it."""
+    for parent in dict.fromkeys([*path.absolute().parents, *Path(os.path.realpath(path)).parents]):
+        try:
+            st = parent.stat()
+        except OSError:
+            continue
+        open_to_all = st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX
+        if open_to_all or st.st_uid not in (os.geteuid(), 0):
+            whose = f"anyone can write (mode {st.st_mode & 0o7777:o})" if open_to_all else f"uid {st.st_uid} owns"
+            raise ConfigError(f"state directory {path} lies in {parent}, which {whose}: whoever can write there can "
+                              "replace it, so it is not used.", "use a directory in folders of your own")  # fmt: skip
 
 
 def config_path() -> Path:

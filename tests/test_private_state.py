@@ -68,3 +68,14 @@ def test_a_state_directory_others_can_write_or_that_another_user_made_is_not_use
         os.chown(shared, 1002, 1002)
         theirs = proc.run(["profile", "show"], env)
         assert theirs.returncode == 2 and b"belongs to another user (uid 1002)" in theirs.stderr
+        os.chown(shared, 0, 0)
+        link = tmp_path / "link"
+        link.symlink_to(shared)
+        os.lchown(link, 1002, 1002)  # a link of theirs to a directory of mine: they can point it elsewhere later
+        linked = proc.run(["profile", "show"], proc.clean_env(link))
+        assert linked.returncode == 2 and b"is a link that belongs to another user (uid 1002)" in linked.stderr
+    open_parent = tmp_path / "open"  # a folder anyone can write (not sticky): my 0700 state dir can be swapped
+    (open_parent / "state").mkdir(parents=True, mode=0o700)
+    open_parent.chmod(0o777)
+    swapped = proc.run(["profile", "show"], proc.clean_env(open_parent / "state"))
+    assert swapped.returncode == 2 and f"lies in {open_parent}, which anyone can write".encode() in swapped.stderr
