@@ -65,17 +65,49 @@ class SavedPlan:
     made_at: str
 
 
+TARGETS = ("TRIM_HORIZON", "LATEST", "AT_TIME")
+LATEST_MS = 2**53  # a time past any a plan is made for (and within what a float holds exactly)
+
+
 def from_document(doc: dict[str, Any], path: Path) -> SavedPlan:
-    """The plan a file holds; one line naming the file and the field when one is missing or wrong."""
+    """The plan a file holds, each field of the type it was written with (a file edited by hand is no plan: `"group":
+    5`, a time of 1e300, no partitions); one line naming the file and the field when one is missing or wrong."""
     try:
-        target = Position(str(doc["target"]["kind"]), doc["target"]["time_ms"])
+        target = Position(_field(doc["target"], "kind", str), _field(doc["target"], "time_ms", int | None))
+        if target.kind not in TARGETS or (target.time_ms is None) != (target.kind != "AT_TIME"):
+            raise ValueError(repr("target"))
+        if not 0 <= (target.time_ms or 0) < LATEST_MS:
+            raise ValueError(repr("time_ms"))
         lost = [Loss.from_json(p["partition"], p["lost"]) if p["lost"] else None for p in doc["partitions"]]
-        parts = [PartitionPlan(**{**p, "lost": x}) for p, x in zip(doc["partitions"], lost, strict=True)]
-        plan = Plan(doc["stream"], doc["group"], target, parts, list(doc["live_instances"]), dict(doc["expires_in_s"]))
-        return SavedPlan(plan, str(doc["stream_id"]), str(doc["made_at"]))
-    except (KeyError, TypeError, ValueError) as exc:
+        parts = [_typed(PartitionPlan(**{**p, "lost": x})) for p, x in zip(doc["partitions"], lost, strict=True)]
+        if not parts or sorted(p.partition for p in parts) != list(range(len(parts))):
+            raise ValueError(repr("partitions"))
+        live, expires = doc["live_instances"], doc["expires_in_s"]
+        if not all(isinstance(i, str) for i in live) or not all(isinstance(v, int | float) for v in expires.values()):
+            raise ValueError(repr("live_instances"))
+        plan = Plan(_field(doc, "stream", str), _field(doc, "group", str), target, parts, list(live), dict(expires))
+        return SavedPlan(plan, _field(doc, "stream_id", str), _field(doc, "made_at", str))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"--from-plan {path}: a reset plan with a missing or wrong field ({exc}).",
                          "make a new one with reset --save-plan") from None  # fmt: skip
+
+
+def _field(doc: dict[str, Any], name: str, kind: Any) -> Any:
+    value = doc[name]
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise ValueError(repr(name))
+    return value
+
+
+def _typed(part: PartitionPlan) -> PartitionPlan:
+    """`part`, once each of its fields is of the type the plan writes (bools where bools go, ints elsewhere)."""
+    for name, kind in (("partition", int), ("committed_offset", int | None), ("instance", str | None),
+                       ("resume_now", int | None), ("resume_after", int | None), ("replay", int), ("skip", int),
+                       ("at_most", int | None), ("skip_batch", str | None)):  # fmt: skip
+        _field(vars(part), name, kind)
+    if not isinstance(part.capped, bool) or part.partition < 0:
+        raise ValueError(f"partition {part.partition}")
+    return part
 
 
 def still_holds(client: StreamingClient, stream: StreamInfo, saved: SavedPlan, now_ms: int) -> Plan:
@@ -87,6 +119,9 @@ def still_holds(client: StreamingClient, stream: StreamInfo, saved: SavedPlan, n
             f"the plan is for stream {plan.stream!r} ({saved.stream_id}), not {stream.name!r} ({stream.id}).",
             f"pass --stream {saved.stream_id} (or the profile the plan was made with)",
         )
+    if len(plan.partitions) != stream.partitions:
+        raise UsageError(f"the plan names {len(plan.partitions)} partition(s); stream {stream.name!r} has "
+                         f"{stream.partitions}.", "make a new plan (reset ... --save-plan FILE)")  # fmt: skip
     now = {r.partition: r for r in client.get_group(stream, plan.group)}
     changes = []
     for p in plan.partitions:

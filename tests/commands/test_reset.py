@@ -205,6 +205,12 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
         edited.write_text(json.dumps(doc))
         deep = tmp_path / "deep.plan"  # nested past the parser's recursion: was an internal error (exit 3)
         deep.write_text("[" * 100_000)
+        hand = {}  # edited by hand: were internal errors (exit 3), or executed (no partitions at all)
+        bogus = {"kind": "BOGUS", "time_ms": None}
+        for name, change in [("group", {"group": 5}), ("time_ms", {"target": {**doc["target"], "time_ms": 1e300}}),
+                             ("partitions", {"partitions": []}), ("target", {"target": bogus})]:  # fmt: skip
+            hand[name] = tmp_path / f"{name}.plan"
+            hand[name].write_text(json.dumps({**json.loads(plan_file.read_text()), **change}))
         for args, needle in [
             (["--to", "earliest", "--save-plan", str(plan_file), "--execute"], b"--save-plan writes a plan"),
             (["--from-plan", str(plan_file), "--to", "earliest"], b"carries its own target"),
@@ -212,6 +218,10 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
             (["--from-plan", config], b"not JSON"),
             (["--from-plan", str(edited)], b"a reset plan with a missing or wrong field ('stream_id')"),
             (["--from-plan", str(deep)], b"not JSON (nested too deeply)"),
+            *[
+                (["--from-plan", str(f), "--execute", "--yes"], f"wrong field ('{n}')".encode())
+                for n, f in hand.items()
+            ],
         ]:
             bad = proc.run(["--config", config, "reset", *args], env)
             assert bad.returncode == 2 and needle in bad.stderr, bad.stderr.decode()
