@@ -253,7 +253,7 @@ def _run(argv: list[str] | None, clock: Clock | None, spark: object) -> int:
         if not _writing_help(exc):
             return _internal(exc)
         failed = failure(exc)
-        _drop_stdout()  # what click left in stdout's buffer would fail again at exit
+        _drop(sys.stdout)  # what click left in stdout's buffer would fail again at exit
         if isinstance(failed, ReaderGone):
             return ExitCode.INTERRUPTED
         console.error(failed.message, failed.hint)
@@ -269,10 +269,11 @@ def _internal(exc: Exception) -> int:
     return ExitCode.INTERNAL
 
 
-def _drop_stdout() -> None:
+def _drop(stream: Any) -> None:
+    """Send what is written to `stream` from now on to /dev/null (its buffer too, once flushed again)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
         os.close(devnull)
 
 
@@ -285,4 +286,10 @@ def _writing_help(exc: OSError) -> bool:
 
 
 def main() -> None:
-    sys.exit(run())
+    code = run()
+    for stream in (sys.stdout, sys.stderr):  # what is left in a buffer is written now, or dropped: Python's own
+        try:  # flush at exit fails on a terminal that went away (EIO) and turns the exit code into 120
+            stream.flush()
+        except (OSError, ValueError):
+            _drop(stream)
+    sys.exit(code)

@@ -67,10 +67,25 @@ def out() -> Console:
 
 
 def live() -> Live:
-    """A screen redrawn in place (a watch), refreshed only when told."""
+    """A screen redrawn in place (a watch), refreshed only when told. A terminal that went away while it was drawn
+    on (EIO: the ssh session or tmux pane closed) is the reader gone (exit 130), also where the screen is restored
+    on the way out (stop), not an internal error."""
     from rich.live import Live
 
-    return Live(console=screen(), auto_refresh=False, redirect_stdout=False, redirect_stderr=False)
+    class Screen(Live):
+        def start(self, refresh: bool = False) -> None:
+            with writing():
+                super().start(refresh)
+
+        def update(self, renderable: Any, *, refresh: bool = False) -> None:
+            with writing():
+                super().update(renderable, refresh=refresh)
+
+        def stop(self) -> None:
+            with writing():
+                super().stop()
+
+    return Screen(console=screen(), auto_refresh=False, redirect_stdout=False, redirect_stderr=False)
 
 
 def redraws() -> bool:

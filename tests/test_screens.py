@@ -156,6 +156,34 @@ def test_ctrl_c_leaves_the_last_watch_screen_whole(term, sdk):
     assert screen.lines[0].startswith("refreshed "), screen.text
 
 
+def test_a_watch_whose_terminal_hangs_up_stops_as_interrupted_not_as_a_bug(term, sdk):
+    """An ssh session or a tmux pane closed under `inspect --watch`: the kernel hangs up its session (SIGHUP), and
+    what the screen writes on the way out fails with EIO; that was an internal error (exit 3) in Rich's Live."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    sid, config, env = term
+    sdk.put(sid, [("k", "m")])
+    sdk.group_cursor(sid, "billing", "a")
+    master, slave = pty.openpty()
+    watch = subprocess.Popen(["setsid", "--ctty", proc.exe(), "--config", config, "inspect", "--watch", "--interval",
+                              "0.3s"], stdin=slave, stdout=slave, stderr=slave,
+                             env={"TERM": "xterm-256color", **env})  # fmt: skip
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"Ctrl-C to stop" not in seen and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.1)[0]:
+            with contextlib.suppress(OSError):
+                seen += os.read(master, 65536)
+    os.close(master)  # the terminal goes away
+    code = watch.wait(timeout=30)
+    assert code == 130, (code, seen.decode(errors="replace")[-300:])
+    assert not (Path(env["OCIGROUP_STATE_DIR"]) / "crash.log").exists()
+
+
 def test_a_dumb_terminal_is_drawn_at_its_own_width(term, sdk):
     sid, config, env = term
     sdk.group_cursor(sid, "billing", "a")
