@@ -180,15 +180,20 @@ def thresholds(looked: Sequence[tuple[GroupView, Health | None]], check: Any, ma
             raise ThresholdExceeded(f"{len(crossed)} group(s) over a threshold: " + "; ".join(crossed + vanished) + ".")
     if not gone:
         return
+    seen = [v.group for v in gone if v.gone is not None and v.gone.last_seen_ms is not None]
+    named = [v.group for v in gone if v.group not in seen]  # by the profile, never used here: nothing to forget
     hint = (
         "start its consumers again with the group created where it should go on ('ocigroup tail GROUP --create "
-        "--from TIME', --from earliest for every retained message); if it was retired on purpose, forget it"
+        "--from TIME', --from earliest for every retained message); if it was retired on purpose, "
+        + ("forget it" if seen else "take it out of the profile's groups")
+        + (f" ({', '.join(map(repr, named))}: take it out of the profile's groups)" if seen and named else "")
     )
-    forget = shellword.command(f"ocigroup{options} groups forget", [v.group for v in gone])
+    forget = shellword.command(f"ocigroup{options} groups forget", seen) if seen else None
+    colon = (" (each):" if len(seen) > 1 else ":") if forget else "."
     if many:
         names = ", ".join(repr(v.group) for v in gone)
-        raise OcigroupError(f"{len(gone)} group(s) gone from the service: {names}.", hint + " (each):", forget)
+        raise OcigroupError(f"{len(gone)} group(s) gone from the service: {names}.", hint + colon, forget)
     view = gone[0]
     assert view.gone is not None
     why = view.gone.reason(parse_rfc3339_ms(view.at))
-    raise OcigroupError(f"group {view.group!r} is gone from the service: {why}.", hint + ":", forget)
+    raise OcigroupError(f"group {view.group!r} is gone from the service: {why}.", hint + colon, forget)

@@ -357,6 +357,8 @@ def test_all_groups_one_line_each_thresholds_and_metrics_over_all(busy, tmp_path
     assert rows["gone"]["state"] == "GONE" and rows["gone"]["health"] == "GONE" and rows["gone"]["lag_messages"] is None
     assert "group 'gone' is gone from the service: never seen from here (the profile names it)" in r.stderr.decode()
     assert "error: 2 group(s) gone from the service: 'gone', 'audti'." in r.stderr.decode()
+    assert "take it out of the profile's groups." in r.stderr.decode()  # never used here: nothing to forget
+    assert "groups forget" not in r.stderr.decode()  # it said "not among the groups used from here", as printed
     assert (
         "group 'audti' is gone from the service" in r.stderr.decode() and "did you mean 'audit'?" in r.stderr.decode()
     )
