@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -218,10 +219,13 @@ def _read_plan(path: Path, group: str | None) -> SavedPlan:
     from ocigroup_cli.ops import saved_plan
 
     saved = saved_plan.from_document(saved_plan.read(path), path)
-    st = path.stat()
+    st, folder = path.stat(), Path(os.path.realpath(path)).parent.stat()
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:  # reviewed, then changed by someone else before --execute?
         whose = f"belongs to uid {st.st_uid}" if st.st_uid != os.geteuid() else "can be written by others"
         console.warn(f"--from-plan {path} {whose}: what runs is what the file says now, not what was reviewed.")
+    elif (folder.st_mode & 0o022 and not folder.st_mode & stat.S_ISVTX) or folder.st_uid not in (os.geteuid(), 0):
+        console.warn(f"--from-plan {path} is in a folder others can write: it may have been replaced since it was "
+                     "reviewed; what runs is what the file says now.")  # fmt: skip
     if group is not None and group != saved.plan.group:
         raise UsageError(f"--from-plan {path} is a plan for group {saved.plan.group!r}, not {group!r}.",
                          "drop GROUP, or give the plan made for it")  # fmt: skip

@@ -199,6 +199,13 @@ def test_a_saved_plan_is_what_gets_executed_or_nothing(api_key, tmp_path):
         shared = proc.run(["--config", config, "reset", "--from-plan", str(plan_file)], env)
         assert b"can be written by others: what runs is what the file says now" in shared.stderr, shared.stderr
         plan_file.chmod(0o600)
+        (tmp_path / "shared").mkdir(mode=0o777)
+        (tmp_path / "shared").chmod(0o777)  # a folder anyone can write: the file can be replaced under its name
+        in_shared = tmp_path / "shared" / plan_file.name
+        in_shared.write_bytes(plan_file.read_bytes())
+        in_shared.chmod(0o600)
+        replaceable = proc.run(["--config", config, "reset", "--from-plan", str(in_shared)], env)
+        assert b"is in a folder others can write: it may have been replaced" in replaceable.stderr
         edited = tmp_path / "edited.plan"  # a plan edited by hand: one line, not an internal error
         doc = json.loads(plan_file.read_text())
         del doc["stream_id"]

@@ -150,8 +150,10 @@ def test_a_second_emulator_on_the_same_data_file_is_refused_and_the_file_is_free
     streams: the second is one line (exit 2); after the first stops (kill -9 too) the file is served again."""
     data = str(tmp_path / "emu.db")
     first, _ = serve(tmp_path, api_key, "--data", data)
-    second = subprocess.run([sys.executable, "-m", "ocigroup_cli", "emulator", "serve", "--port", "0", "--data", data],
-                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    link = tmp_path / "same.db"  # the same file by another name
+    link.symlink_to(data)
+    second = subprocess.run([sys.executable, "-m", "ocigroup_cli", "emulator", "serve", "--port", "0", "--data",
+                             str(link)], capture_output=True, text=True, timeout=30)  # fmt: skip
     first.kill()
     first.wait(timeout=10)
     assert second.returncode == 2 and "another emulator serves it" in second.stderr, second.stderr

@@ -191,7 +191,7 @@ class Store:
         if self.persistent:
             parent = os.path.dirname(os.path.abspath(path))
             os.makedirs(parent, exist_ok=True)
-            self._held = _hold(path + ".lock", clock or SystemClock())
+            self._held = _hold(os.path.realpath(path) + ".lock", clock or SystemClock())  # through links too
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         self._conn.execute("PRAGMA foreign_keys=OFF")
