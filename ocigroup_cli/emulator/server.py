@@ -37,6 +37,7 @@ from ocigroup_cli.emulator.streaming.backend import Backend
 log = logging.getLogger("ocigroup.emulator")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HANDSHAKE_TIMEOUT_S = 10.0
+BODY_TIMEOUT_S = 30.0  # between two reads of a request body: a client that sends less than it said is let go
 REAL_TIME = SystemClock()
 MAX_REQUEST_BODY = 16 * 1024 * 1024  # any request but Object Storage's (the API itself refuses past 3 MiB)
 COPY_CHUNK = 1024 * 1024
@@ -120,7 +121,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.dumps({"code": "RequestEntityTooLarge", "message": message}).encode()
             self._send(Response(413, body, {"content-type": "application/json"}), close=True)
             return
-        body = self.rfile.read(length) if length else b""
+        self.connection.settimeout(BODY_TIMEOUT_S)  # a body that stops short of its length ends the connection
+        try:
+            body = self.rfile.read(length) if length else b""
+        finally:
+            self.connection.settimeout(None)
         faults = self.server.faults
         fault = Fault.NONE
         if faults is not None and not self.path.startswith("/_emulator/") and faults.applies(self.path):

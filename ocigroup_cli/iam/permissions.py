@@ -99,6 +99,8 @@ OPERATIONS: dict[str, Need] = {
     "UpdateBucket": Need(("BUCKET_UPDATE",)),
     "DeleteBucket": Need(("BUCKET_DELETE",)),
     "ListRetentionRules": Need(("BUCKET_READ",)),
+    "ListReplicationPolicies": Need(("BUCKET_READ",)),  # these two are not in the reference: the emulator's choice
+    "ListPreauthenticatedRequests": Need(("PAR_MANAGE",)),
     "GetRetentionRule": Need(("BUCKET_READ",)),
     "CreateRetentionRule": Need(("RETENTION_RULE_MANAGE",)),
     "UpdateRetentionRule": Need(("RETENTION_RULE_MANAGE",)),

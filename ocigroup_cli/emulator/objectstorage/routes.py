@@ -45,6 +45,8 @@ OPERATIONS = {
     ("retentionRules", True, "GET"): "GetRetentionRule",
     ("retentionRules", True, "PUT"): "UpdateRetentionRule",
     ("retentionRules", True, "DELETE"): "DeleteRetentionRule",
+    ("replicationPolicies", False, "GET"): "ListReplicationPolicies",
+    ("p", False, "GET"): "ListPreauthenticatedRequests",
 }
 
 
@@ -121,6 +123,10 @@ class StorageRoutes:
             return self._uploads(r) if len(p) == 6 else self._upload(r)
         if p[5] == "retentionRules":
             return self._rules(r) if len(p) == 6 else self._rule(r)
+        if p[5] in ("replicationPolicies", "p") and len(p) == 6:  # none here: `oci os bucket delete --empty` asks
+            r.allow("GET")
+            retention.list_rules(self.space, p[2], p[4])  # the bucket must be there
+            return _json([])
         raise r.no_api()
 
     def _buckets(self, r: _Request) -> Response:

@@ -67,6 +67,8 @@ def test_oci_cli_puts_gets_lists_heads_deletes_and_bulk_uploads(oci_os, tmp_path
     oci_os("object", "delete", "-bn", "audit", "--name", "x/slice-0.parquet", "--force")
     missing = oci_os("object", "head", "-bn", "audit", "--name", "x/slice-0.parquet", ok=False)
     assert missing.returncode != 0
+    oci_os("bucket", "delete", "--name", "audit", "--empty", "--force")  # asks for replication policies and PARs
+    assert oci_os("bucket", "get", "--name", "audit", ok=False).returncode != 0
 
 
 def test_oci_cli_multipart_put_with_a_small_part_size(oci_os, tmp_path):
