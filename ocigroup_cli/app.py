@@ -289,7 +289,8 @@ def main() -> None:
     code = run()
     for stream in (sys.stdout, sys.stderr):  # what is left in a buffer is written now, or dropped: Python's own
         try:  # flush at exit fails on a terminal that went away (EIO) and turns the exit code into 120
-            stream.flush()
+            if stream is not None:  # None: started with the descriptor closed (`>&-`)
+                stream.flush()
         except (OSError, ValueError):
             _drop(stream)
     sys.exit(code)
