@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.lag import lag_text
-from ocigroup_cli.core.loss import Loss, resume_at, resume_command
+from ocigroup_cli.core.loss import Loss, resume_command
 from ocigroup_cli.core.models import StreamInfo
 from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.errors import DataLost
-from ocigroup_cli.ops.positions import newest_read_ms
+from ocigroup_cli.ops.positions import resume_target
 from ocigroup_cli.ops.reset import next_reads, plan
 
 ON_DATA_LOSS = ("stop", "resume")
@@ -44,9 +44,7 @@ def refusal(
     in use, and now, for the partitions it never committed), and the error (exit 6) with the command that moves
     on."""
     _, reads = next_reads(client, stream, group, in_use)
-    target = resume_at(
-        [r.message.timestamp_ms if r.message else None for r in reads], newest_read_ms(client, stream, reads)
-    )
+    target = resume_target(client, stream, reads)
     lost = [r.lost for r in reads if r.lost is not None]
     lines = [x.text() for x in lost] or [
         "the service says the group's position has left the stream's retention, but no partition cursor shows "
@@ -70,9 +68,7 @@ def move_on(
     """Move the whole group (UpdateGroup) to the earliest next-unread message over its partitions."""
     known = next_reads(client, stream, group, None if in_use_ms is None else (in_use_ms, now_ms))
     reads = known[1]
-    target = resume_at(
-        [r.message.timestamp_ms if r.message else None for r in reads], newest_read_ms(client, stream, reads)
-    )
+    target = resume_target(client, stream, reads)
     the_plan = plan(client, stream, group, target, now_ms, known)
     client.update_group(stream, group, target.kind, target.time_ms)
     replayed = {

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ocigroup_cli.client.streaming import StreamingClient
-from ocigroup_cli.core.loss import Loss, possible_loss, refused_after
+from ocigroup_cli.core.loss import Loss, possible_loss, refused_after, resume_at
 from ocigroup_cli.core.models import Message, StreamInfo
+from ocigroup_cli.core.timespec import Position
 from ocigroup_cli.errors import BadRequest, RetentionLost
 
 
@@ -124,12 +125,17 @@ def next_read(
     return NextRead(partition, committed, opened.page[0] if opened.page else None, opened.lost)
 
 
-def newest_read_ms(client: StreamingClient, stream: StreamInfo, reads: list[NextRead]) -> list[int]:
-    """Where nothing waits in any partition: the time of each committed message still retained (the newest message
-    of its partition, which the group read), for core/loss.py resume_at. One read per committed partition, and
-    none where a message waits (the time to move to is then that message's)."""
-    if any(r.message is not None for r in reads):
-        return []
+def resume_target(client: StreamingClient, stream: StreamInfo, reads: list[NextRead]) -> Position:
+    """Where to move the group of these next reads past its losses (core/loss.py resume_at): the earliest message
+    waiting; where nothing waits anywhere, just past the newest message it read (read here, once per committed
+    partition)."""
+    waiting = [r.message.timestamp_ms if r.message else None for r in reads]
+    return resume_at(waiting, [] if any(t is not None for t in waiting) else _newest_read_ms(client, stream, reads))
+
+
+def _newest_read_ms(client: StreamingClient, stream: StreamInfo, reads: list[NextRead]) -> list[int]:
+    """The time of each committed message still retained: the newest message of its partition, where nothing
+    waits."""
     times: list[int] = []
     for r in reads:
         if r.committed is None or r.lost is not None:

@@ -195,14 +195,13 @@ def apply(client: StreamingClient, stream: StreamInfo, the_plan: Plan, now_ms: i
     written first as begun: a state directory that cannot take it refuses the reset before anything changed (one
     line, exit 2), and a command killed during it leaves the plan it was executing behind."""
     path = state_dir() / "resets" / f"{ms_to_rfc3339(now_ms).replace(':', '')}-{_safe(the_plan.group)}.json"
-    begun = {**the_plan.to_json(), "stream_id": stream.id, "begun_at": ms_to_rfc3339(now_ms), "result": None}
+    planned = {**the_plan.to_json(), "stream_id": stream.id}
     with state_writes("the reset's record (written before the group is moved)"):
-        replace_file(path, json.dumps(begun, indent=2))
+        replace_file(path, json.dumps({**planned, "begun_at": ms_to_rfc3339(now_ms), "result": None}, indent=2))
     client.update_group(stream, the_plan.group, the_plan.target.kind, the_plan.target.time_ms)
     after = {r.partition: r.committed_offset for r in client.get_group(stream, the_plan.group)}
     record = {
-        **the_plan.to_json(),
-        "stream_id": stream.id,
+        **planned,
         "executed_at": ms_to_rfc3339(now_ms),
         "result": [
             {
