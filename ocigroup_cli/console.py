@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -387,7 +388,7 @@ def ask(question: str) -> bool:
     stdout after the question, and stdout may be data (`tail > file`)."""
     _write_err(f"{_wrapped(visible(question) + ' [y/N]:')} ")  # it names what the service said: instances
     try:
-        answer = sys.stdin.readline()
+        answer = typed_line(sys.stdin)
     except (OSError, ValueError):
         answer = ""
     except KeyboardInterrupt:  # Ctrl-C at the question: what is printed next starts on a line of its own
@@ -396,6 +397,18 @@ def ask(question: str) -> bool:
     if not answer.endswith("\n"):
         _write_err("\n")  # end of input: the next line must not continue the question's
     return answer.strip().lower() in ("y", "yes")
+
+
+def typed_line(stream: Any) -> Any:
+    """One line typed at a terminal (`stream`: text or bytes), waited for in short select()s. Python runs a
+    signal's handler only between its own steps: a Ctrl-C that comes after the last of them and before read()
+    blocks (a busy machine can stop the process right there), or that the kernel hands to another of its
+    threads, would otherwise be acted on only after the next line was typed."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor: read as it comes
+        fd = stream.fileno()
+        while not select.select([fd], [], [], 0.2)[0]:
+            pass
+    return stream.readline()
 
 
 def emit(data: Any, fmt: str, render_table: Callable[[], Any] | None = None, one_line: bool = False) -> None:

@@ -55,7 +55,7 @@ def _typed(stream: Any) -> bytes:
     console.notice("type one message per line; Ctrl-D publishes them, Ctrl-C nothing")
     lines: list[bytes] = []
     try:
-        for line in iter(stream.readline, b""):
+        for line in iter(lambda: console.typed_line(stream), b""):
             lines.append(line)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted: nothing was published ({len(lines)} typed line(s) dropped).") from None
