@@ -45,7 +45,8 @@ def _b64(text: str | None) -> bytes | None:
 
 def read_batches(path: Path, fmt: str) -> Iterator[Any]:
     """The rows of one output file as Arrow record batches of the columns the manifest reads: partition (int32),
-    offset (int64), timestamp (int64, µs), key and value (binary; text formats' base64 decoded)."""
+    offset (int64), timestamp (int64, µs), key and value (binary; text formats' base64 decoded), and the stream's
+    name (string; null where the file has no such column)."""
     import pyarrow as pa
 
     ts = pa.timestamp("us", tz="UTC")
@@ -53,9 +54,9 @@ def read_batches(path: Path, fmt: str) -> Iterator[Any]:
         import pyarrow.parquet as pq
 
         parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
-        batches: Iterator[Any] = parquet.iter_batches(
-            batch_size=_batch_rows(parquet.metadata), columns=["partition", "offset", "timestamp", "key", "value"]
-        )
+        columns = ["partition", "offset", "timestamp", "key", "value"]
+        columns += ["stream"] if "stream" in parquet.schema_arrow.names else []
+        batches: Iterator[Any] = parquet.iter_batches(batch_size=_batch_rows(parquet.metadata), columns=columns)
         encoded = False
     else:
         names = {"stream": pa.string(), "partition": pa.int32(), "offset": pa.int64(), "timestamp": ts}
@@ -91,8 +92,9 @@ def read_batches(path: Path, fmt: str) -> Iterator[Any]:
                 batch.column("timestamp").cast(ts).cast(pa.int64()),
                 keys,
                 values,
+                batch.column("stream") if "stream" in batch.schema.names else pa.nulls(batch.num_rows, pa.string()),
             ],
-            names=["partition", "offset", "timestamp", "key", "value"],
+            names=["partition", "offset", "timestamp", "key", "value", "stream"],
         )
 
 
@@ -106,7 +108,7 @@ def _batch_rows(meta: Any) -> int:
 def read_rows(path: Path, fmt: str) -> Iterator[list[Row]]:
     """The rows of one output file as Python tuples, a batch at a time."""
     for batch in read_batches(path, fmt):
-        yield list(zip(*(column.to_pylist() for column in batch.columns), strict=True))
+        yield list(zip(*(column.to_pylist() for column in batch.columns[:5]), strict=True))
 
 
 @dataclass
@@ -125,6 +127,7 @@ class FileStats:
     last_partition: int | None = None  # the last row's (a file of more than one partition is a problem)
     object_md5: str = ""  # an Object Storage export's: the MD5 the service reported for the object
     partition_sha256: str = ""  # of its partition's rows across all of its files, where a task computed it
+    streams: list[str | None] = field(default_factory=list)  # the stream names its rows carry (one, in an export)
 
     def as_json(self) -> dict[str, Any]:
         stored = {"object_md5": self.object_md5} if self.object_md5 else {}
@@ -278,6 +281,7 @@ def _take(
     """Fold one batch of a file's rows into its statistics and feed their encodings to `sinks` (column at a
     time: no Python object per row)."""
     import numpy as np
+    import pyarrow.compute as pc
 
     n = batch.num_rows
     if not n:
@@ -294,6 +298,7 @@ def _take(
         st.partition, st.first_offset, st.first_ts_us = int(parts[0]), int(offsets[0]), int(stamps[0])
     st.last_partition, st.last_offset, st.last_ts_us = int(parts[-1]), int(offsets[-1]), int(stamps[-1])
     st.rows += n
+    st.streams = sorted(set(st.streams) | set(pc.unique(batch.column("stream")).to_pylist()), key=str)
     if bool((parts != st.partition).any()):
         st.problems.append(f"{st.name}: holds more than one partition")
     return int(parts[-1]), int(offsets[-1])

@@ -130,11 +130,58 @@ def compare(doc: dict[str, Any], files: list[manifest.FileStats], digest: str) -
             for key, value in facts.items()
             if entry.get(key) != value
         ]
+    problems += contradictions(doc, readable)
     total = sum(f.rows for f in files)
     if doc.get("rows") != total:
         problems.append(_differ("total rows", doc.get("rows"), total))
     if doc.get("content_digest", {}).get("value") != digest:
         problems.append(_differ("content digest", doc.get("content_digest", {}).get("value"), digest))
+    return problems
+
+
+def contradictions(doc: dict[str, Any], files: list[manifest.FileStats]) -> list[str]:
+    """What the manifest says was asked for, against what it lists and the files hold (a manifest rewritten to
+    match altered files still has to agree with itself): an entry for every partition asked for (one without rows
+    too) and none other, each listed file of the export's format, rows within each partition's offsets asked and
+    not after the export's fixed end or its --to-time, and only of the stream named."""
+    asked = (doc.get("requested") or {}).get("partitions")
+    entries = [e["partition"] for e in doc.get("partitions", [])]
+    problems = []
+    if isinstance(asked, list):
+        problems += [
+            f"partition {p}: asked for, but the manifest has no entry for it" for p in asked if p not in entries
+        ]
+        problems += [f"partition {p}: in the manifest, but not asked for" for p in entries if p not in asked]
+    ext = manifest.EXTENSIONS[doc["format"]]
+    problems += [
+        f"{f['name']}: not a {doc['format']} file of the export" for f in doc["files"] if not f["name"].endswith(ext)
+    ]
+    for entry in doc.get("partitions", []):
+        problems += _outside_offsets(entry, manifest.partition_facts(files, entry["partition"]))
+    ends = [
+        (doc.get("fixed_end"), "the export's fixed end"),
+        ((doc.get("requested") or {}).get("to_time"), "--to-time"),
+    ]
+    for end, what in ends:
+        late = [st for st in files if end is not None and (st.last_ts_us or 0) // 1000 > parse_rfc3339_ms(end)]
+        problems += [f"{st.name}: rows up to {st.as_json()['last_timestamp']}, after {what} {end}" for st in late]
+    name = (doc.get("stream") or {}).get("name")
+    others = [(st.name, [s for s in st.streams if s != name]) for st in files]
+    problems += [
+        f"{file}: rows of stream {other[0]!r}, not of the manifest's {name!r}" for file, other in others if other
+    ]
+    return problems
+
+
+def _outside_offsets(entry: dict[str, Any], facts: dict[str, Any]) -> list[str]:
+    """A partition's rows before the first offset asked, or past the last."""
+    req, p = entry.get("requested") or {}, entry["partition"]
+    first, last = req.get("first_offset"), req.get("last_offset")
+    problems = []
+    if facts["rows"] and _integer(first) and facts["first_offset"] < first:
+        problems.append(f"partition {p}: rows from offset {facts['first_offset']}, before the offset {first} asked")
+    if facts["rows"] and _integer(last) and facts["last_offset"] > last:
+        problems.append(f"partition {p}: rows up to offset {facts['last_offset']}, past the offset {last} asked")
     return problems
 
 

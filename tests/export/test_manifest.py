@@ -163,3 +163,61 @@ def test_a_file_of_large_values_is_read_back_a_few_rows_at_a_time(tmp_path):
     sizes = [batch.column("value").nbytes for batch in manifest.read_batches(path, "parquet")]
     assert sum(sizes) > 39 * MiB and max(sizes) <= manifest.BATCH_BYTES + MiB  # 8,192 rows at a time: all 40 at once
     assert manifest.facts(path, "parquet").rows == 40
+
+
+def _drop_partition_1(d, doc):
+    (d / "partition-0001-000.parquet").unlink()
+    doc["partitions"] = [e for e in doc["partitions"] if e["partition"] != 1]
+    stats, digest = manifest.scan(d, "parquet")
+    doc.update(files=[s.as_json() for s in stats], rows=sum(s.rows for s in stats))
+    doc["content_digest"]["value"] = digest
+
+
+def _list_a_text_file(d, doc):
+    (d / "evil.txt").write_text("x")
+    doc["files"].append({"name": "evil.txt", "rows": 5, "bytes": 999, "sha256": "0" * 64})
+
+
+@pytest.mark.parametrize(
+    ("lie", "says"),
+    [
+        (_drop_partition_1, "partition 1: asked for, but the manifest has no entry for it"),
+        (lambda d, doc: doc["partitions"][0]["requested"].update(last_offset=100),
+         "partition 0: rows up to offset 190, past the offset 100 asked"),
+        (lambda d, doc: doc["partitions"][1]["requested"].update(first_offset=50),
+         "partition 1: rows from offset 1, before the offset 50 asked"),
+        (lambda d, doc: doc["stream"].update(name="payments"),
+         "partition-0000-000.parquet: rows of stream 's', not of the manifest's 'payments'"),
+        (lambda d, doc: doc.update(fixed_end="2023-01-01T00:00:00.000Z"),
+         "partition-0000-000.parquet: rows up to 2023-11-14T22:13:20.000Z, after the export's fixed end"),
+        (_list_a_text_file, "evil.txt: not a parquet file of the export"),
+    ],
+)  # fmt: skip
+def test_a_manifest_rewritten_to_match_the_files_still_has_to_agree_with_what_was_asked(tmp_path, lie, says):
+    """What a liar who recomputes the files' facts and the digest cannot make agree: the partitions and offsets
+    asked, the fixed end, the stream the rows name, the format's files."""
+    import json
+
+    from ocigroup_cli.core.clock import SystemClock
+    from ocigroup_cli.export import job, verify
+    from ocigroup_cli.export.plan import PartitionRange, Plan, Slice
+
+    def write(partial: str):
+        written = []
+        for p in (0, 1):
+            path = Path(partial) / f"partition-{p:04d}-000.parquet"
+            write_slice(iter([_batch(_rows(random.Random(p), p)[:20])]), path, "parquet")
+            written.append(manifest.facts(path, "parquet"))
+        return written
+
+    ranges = [PartitionRange(p, 0, None, 0, None, 0) for p in (0, 1)]
+    plan = Plan(
+        {}, {"id": "s", "name": "s"}, 1_800_000_000_000, None, None, ranges, [Slice(p, 0, 0, None) for p in (0, 1)]
+    )
+    out = tmp_path / "out"
+    job.run(write, plan, job.Target(out, "parquet", "local[2]"), {}, SystemClock())
+    assert verify.verify(out)[1] == []
+    doc = json.loads((out / "manifest.json").read_text())
+    lie(out, doc)
+    (out / "manifest.json").write_text(json.dumps(doc))
+    assert says in "\n".join(verify.verify(out)[1])
