@@ -47,9 +47,8 @@ def _request(
 
     by_offset, by_time = offsets != (None, None), times != (None, None)
     if by_offset == by_time:
-        raise UsageError(
-            "give an offset range (--from-offset A --to-offset B) or a time range (--from-time T1), not both."
-        )
+        ranges = "an offset range (--from-offset A [--to-offset B]) or a time range (--from-time T1 [--to-time T2])"
+        raise UsageError(f"give {ranges}{', not both' if by_offset else ''}.")
     if by_offset and offsets[0] is None:
         raise UsageError("--to-offset needs --from-offset.")
     if by_time and times[0] is None:

@@ -126,3 +126,17 @@ def test_a_slice_past_the_end_is_empty_and_retention_moving_under_a_slice_is_an_
     clock.advance_ms(2_000)  # the first ten expire before the slices are read
     with pytest.raises(TaskError, match="left retention while the export ran"):
         list(read_batches(plan, plan.slices[0]))
+
+
+def test_a_start_past_the_next_offset_to_be_written_is_refused_and_one_at_it_is_empty(unsigned, connect):
+    """Nothing is there yet past the next offset (a typo'd start made an empty export that verified OK); the next
+    offset itself is where an incremental export that found nothing new starts: empty, not refused."""
+    sid = unsigned.stream(partitions=1)
+    last = unsigned.put(sid, [(None, f"m{i}") for i in range(10)]).entries[-1].offset
+    client, stream = connect(unsigned.url)
+    with pytest.raises(UsageError, match=f"--from-offset {last + 2} is past the next offset to be written"):
+        make_plan(client, stream, Request([0], from_offset=last + 2), 2**41)
+    with pytest.raises(UsageError, match="--from-offset 999999999 is past"):
+        make_plan(client, stream, Request([0], from_offset=999_999_999, to_offset=10**12), 2**41)
+    assert _rows(make_plan(client, stream, Request([0], from_offset=last + 1), 2**41)) == []
+    assert [v.decode() for _, _, v in _rows(make_plan(client, stream, Request([0], from_offset=last), 2**41))] == ["m9"]
