@@ -287,6 +287,9 @@ def _writing_help(exc: OSError) -> bool:
 
 def main() -> None:
     code = run()
+    with contextlib.suppress(ValueError):  # decided: a signal in the exit's last ms would make it 143 or a traceback
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):  # what is left in a buffer is written now, or dropped: Python's own
         try:  # flush at exit fails on a terminal that went away (EIO) and turns the exit code into 120
             if stream is not None:  # None: started with the descriptor closed (`>&-`)

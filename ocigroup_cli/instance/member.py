@@ -230,15 +230,23 @@ class Member:
         if self._beat is not None:
             self._beat.join(timeout=5)
 
+    def stalled_what(self) -> str:
+        return self.STALLED
+
+    def in_hand_since(self) -> float | None:
+        """Since when the oldest piece of work has been in hand (None: none is): past max_processing_s, the
+        partitions are given up."""
+        return self.batch_started
+
     def _heartbeats(self) -> None:
         rules = self.opts.rules
         while not self.clock.wait(self._stop, rules.next_wake(self.last_contact, self.clock.monotonic())):
             now = self.clock.monotonic()
-            if rules.stalled(self.batch_started, now):
+            if rules.stalled(self.in_hand_since(), now):
                 if not self._gave_up:
                     self._gave_up = True
                     self.notice(
-                        f"{self.STALLED} for over {rules.max_processing_s:.0f}s: no more heartbeats, "
+                        f"{self.stalled_what()} for over {rules.max_processing_s:.0f}s: no more heartbeats, "
                         "the partitions will go to other instances"
                     )
                 continue

@@ -21,6 +21,7 @@ partition. Heartbeats (instance/member.py) keep the partitions while commands ru
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 import threading
 from collections.abc import Callable
@@ -71,6 +72,8 @@ class Worker(Member):
         self.next_read = 0.0
         self.interrupts = Signals()  # SIGINT, SIGTERM: counted, and interrupting only a wait on the network
         self.reader_gone = False  # the reader of stdout went away: stop as tail does (exit 130)
+        self.unread_since: float | None = None  # since when the commands' output has waited in stdout's pipe
+        self.grace_until = math.inf  # once interrupted: when the grace ends (the commands', then their output's)
         self._told: set[tuple[int, int]] = set()  # pieces said to have moved away while they ran
 
     # -- the main thread --------------------------------------------------------------------------------------
@@ -104,6 +107,8 @@ class Worker(Member):
             if self._assignment_due():
                 with self.interrupts.network():
                     self._check_assignment()
+            if self.unread_since is not None:  # taken since? (a stalled instance commits nothing, so it looks here)
+                self._output_read(final=False, wait=False)
             self._commit_settled()
             self._refresh_waiting_cursors()
             with self.changed:
@@ -163,7 +168,16 @@ class Worker(Member):
     def _stalled(self) -> bool:
         """A piece has been in hand past max_processing_s: the partitions are given up (no heartbeat, no commit,
         no read) until it ends; then the instance joins again."""
-        return self.opts.rules.stalled(self.batch_started, self.clock.monotonic())
+        return self.opts.rules.stalled(self.in_hand_since(), self.clock.monotonic())
+
+    def stalled_what(self) -> str:
+        unread = self.unread_since is not None and self.unread_since == self.in_hand_since()
+        return "the commands' output has waited unread in stdout's pipe" if unread else self.STALLED
+
+    def in_hand_since(self) -> float | None:
+        """The oldest piece in hand, or the commands' output left unread in stdout's pipe: their messages' work
+        has not reached the reader, and a reader that does not take it stalls the instance as a command would."""
+        return min((t for t in (self.batch_started, self.unread_since) if t is not None), default=None)
 
     # -- the crew's threads -------------------------------------------------------------------------------------
 
@@ -236,15 +250,33 @@ class Worker(Member):
             for p, offset in batch.through.items():
                 self.work.committed[p] = max(offset, self.work.committed.get(p, -1))
 
-    def _output_read(self, final: bool) -> bool:
+    def _output_read(self, final: bool, wait: bool = True) -> bool:
         """What the commands wrote to stdout, when it is a pipe, has been read: their messages' work reached the
         reader, as plain tail commits only what its reader took. A reader that exits leaving some of it unread
-        stops tail (exit 130) with none of it committed. An interrupt ends the wait (at the end, a second one)."""
+        stops tail (exit 130) with none of it committed. The wait ends at a signal (one more than tail had when it
+        began: a signal during the last one interrupts a run that had reached its end), when the grace after an
+        interrupt runs out, or once the output has waited unread past max_processing_s (the partitions are then
+        given up, as for a stalled command); what is unread then is not committed."""
+        before = self.interrupts.count
+
+        def until() -> bool:
+            if self.unread_since is None:
+                self.unread_since = self.clock.monotonic()
+            signalled = self.interrupts.count > before
+            return (
+                not wait or signalled or self.clock.monotonic() >= self.grace_until or (not final and self._stalled())
+            )
+
         try:
-            return self.crew.output_read(lambda: self.interrupts.count > (1 if final else 0))
+            read = self.crew.output_read(until)
         except ReaderGone:
             self.reader_gone = True
             return False
+        if read:
+            self.unread_since = None
+        elif final and self.interrupts.count > before:
+            self.work.stopped = "interrupted"
+        return read
 
     def _commit_refused(self, exc: OcigroupError) -> None:
         """Under the lock: a partition moved (a rebalance), the cursor expired, or the group's position was lost."""
@@ -321,6 +353,8 @@ class Worker(Member):
         crew = self.crew
         crew.stopping.set()
         grace_until = self.clock.monotonic() + crew.opts.grace_s
+        if self.work.stopped == "interrupted":
+            self.grace_until = grace_until
         with self.changed:
             self.changed.notify_all()
             running = len(self.lanes.running)

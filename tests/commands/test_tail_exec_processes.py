@@ -239,3 +239,54 @@ def test_two_instances_share_the_group_and_one_killed_loses_nothing(api_key, tmp
         w.assert_committed_were_processed()
         w.assert_all_processed()
         assert "Traceback" not in w.err("a") + w.err("b")
+
+
+def _into_a_pipe_nobody_reads(w, *extra: str):
+    """tail with its stdout (the commands' too) a pipe the test holds and does not read."""
+    import subprocess
+
+    with (w.work / "tail.err").open("wb") as err:
+        started = subprocess.Popen([proc.exe(), *w.args(*extra)], stdout=subprocess.PIPE, stderr=err,
+                                   stdin=subprocess.DEVNULL, env=w.env)  # fmt: skip
+    w.started.append(started)
+    return started
+
+
+def test_sigterm_while_the_commands_output_waits_unread_ends_after_the_grace_with_130(api_key, tmp_path):
+    """It waited for the reader however long, and then exited 0 as if no signal had come (a systemd stop with a
+    stuck log pipe waited for SIGKILL): the grace bounds that wait too, and nothing unread is committed."""
+    with world(api_key, tmp_path, partitions=1) as w:
+        w.publish([f"m{i}" for i in range(5)])
+        tail = _into_a_pipe_nobody_reads(w, "-e", "--grace", "1s", "--exec", f"{RECORD}; echo done")
+        try:
+            assert wait_for(lambda: len(w.processed()) == 5, 20), w.err()
+            time.sleep(0.5)
+            tail.send_signal(signal.SIGTERM)
+            assert tail.wait(timeout=15) == 130, w.err()
+            assert "interrupted: 5 message(s) processed" in w.err() and "Traceback" not in w.err()
+            assert all(c is None for c in w.committed().values())  # the reader took none of it
+        finally:
+            tail.kill()
+            tail.communicate()
+
+
+def test_a_reader_that_takes_nothing_costs_the_instance_its_partitions_past_max_processing_s(api_key, tmp_path):
+    """The commands finished, their output waited in the pipe: tail heartbeated for ever and no other instance
+    could take the partition. Now it is given up, as plain tail gives up a batch its reader does not take."""
+    with world(api_key, tmp_path, partitions=1, timeout_ms=2000, group__max_processing_s=1.5) as w:
+        w.publish(["a", "b"])
+        tail = _into_a_pipe_nobody_reads(w, "--exec", f"{RECORD}; echo done", "--instance", "solo")
+        try:
+            said = "the commands' output has waited unread in stdout's pipe for over 2s: no more heartbeats"
+            assert wait_for(lambda: said in w.err(), 20), w.err()
+            assert wait_for(lambda: _free(w), 20)
+            assert all(c is None for c in w.committed().values())
+            assert tail.stdout.read1(65536).count(b"done") == 2  # the reader takes it at last: joined again
+            assert wait_for(lambda: "joining the group again" in w.err(), 20), w.err()
+            assert wait_for(lambda: w.committed()[0] is not None, 20), w.err()
+            tail.send_signal(signal.SIGTERM)
+            assert tail.wait(timeout=30) == 130
+            w.assert_committed_were_processed()
+        finally:
+            tail.kill()
+            tail.communicate()
