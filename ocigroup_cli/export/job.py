@@ -6,6 +6,8 @@ untouched (export/claim.py). An export to Object Storage commits the same manife
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 from collections.abc import Callable
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
-from ocigroup_cli.errors import OcigroupError, UsageError
+from ocigroup_cli.errors import OcigroupError, OutputFailed, UsageError
 from ocigroup_cli.export import manifest
 from ocigroup_cli.export.claim import Claim, claim
 from ocigroup_cli.export.plan import Plan
@@ -209,6 +211,29 @@ def run(
     files = consistent(written, {p.name: p.stat().st_size for p in manifest.data_files(partial, target.fmt)})
     digest = manifest.combine(partial, target.fmt, files)
     doc = build_manifest(plan, target.fmt, files, digest, meta, plan.end_ms, clock.time_ms())
-    _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")
-    partial.rename(target.out)
+    try:
+        _fsync_write(partial / manifest.MANIFEST, json.dumps(doc, indent=2) + "\n")
+    except OSError as exc:  # a full disk, a quota: the export's own output failed, not a bug
+        raise OutputFailed(f"cannot write the manifest in {partial}: {exc.strerror or exc}.",
+                           "free some space, or export elsewhere") from None  # fmt: skip
+    _into_place(partial, target.out)
     return doc
+
+
+def _into_place(partial: Path, out: Path) -> None:
+    """Rename the finished export to `out`, never over what another process made there while it ran: `out` is made
+    first (it fails if anything is there), and only that empty directory of ours is replaced by the rename."""
+    appeared = UsageError(f"{out} appeared while the export ran; an export never overwrites.",
+                          "choose another --out, or remove it first")  # fmt: skip
+    try:
+        out.mkdir()
+    except FileExistsError:
+        raise appeared from None
+    try:
+        partial.rename(out)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):  # anything but someone writing into it: ours to remove
+            with contextlib.suppress(OSError):
+                out.rmdir()
+            raise OutputFailed(f"cannot rename {partial} to {out}: {exc.strerror or exc}.") from None
+        raise appeared from None

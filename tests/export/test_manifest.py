@@ -221,3 +221,52 @@ def test_a_manifest_rewritten_to_match_the_files_still_has_to_agree_with_what_wa
     lie(out, doc)
     (out / "manifest.json").write_text(json.dumps(doc))
     assert says in "\n".join(verify.verify(out)[1])
+
+
+def _two_partitions(partial: str):
+    written = []
+    for p in (0, 1):
+        path = Path(partial) / f"partition-{p:04d}-000.parquet"
+        write_slice(iter([_batch(_rows(random.Random(p), p)[:5])]), path, "parquet")
+        written.append(manifest.facts(path, "parquet"))
+    return written
+
+
+def test_a_manifest_that_cannot_be_written_is_the_output_failing_not_a_bug(tmp_path, monkeypatch):
+    import errno
+
+    from ocigroup_cli.core.clock import SystemClock
+    from ocigroup_cli.errors import ExitCode, OutputFailed
+    from ocigroup_cli.export import job
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(job, "_fsync_write", full)
+    out = tmp_path / "out"
+    with pytest.raises(OutputFailed, match=r"cannot write the manifest in .*: No space left on device") as raised:
+        job.run(_two_partitions, _plan([0, 1]), job.Target(out, "parquet", "local[2]"), {}, SystemClock())
+    assert raised.value.exit_code == ExitCode.FAILURE
+    assert not list(tmp_path.iterdir())  # the partial directory went with it
+
+
+@pytest.mark.parametrize("inside", [None, "theirs.txt"])
+def test_a_directory_that_appears_at_out_while_the_export_runs_is_never_replaced(tmp_path, inside):
+    """Checked before the run and again before the manifest, --out may still appear in between: an empty
+    directory made there was silently replaced by the rename, a full one was an internal error."""
+    from ocigroup_cli.errors import UsageError
+    from ocigroup_cli.export import job
+
+    partial, out = tmp_path / "out.partial-x", tmp_path / "out"
+    partial.mkdir()
+    (partial / "manifest.json").write_text("{}")
+    out.mkdir()
+    if inside:
+        (out / inside).write_text("theirs")
+    with pytest.raises(UsageError, match="appeared while the export ran; an export never overwrites"):
+        job._into_place(partial, out)
+    assert sorted(p.name for p in out.iterdir()) == ([inside] if inside else [])
+    if not inside:  # once it is gone again, the export goes into place
+        out.rmdir()
+        job._into_place(partial, out)
+        assert (out / "manifest.json").read_text() == "{}" and not partial.exists()
