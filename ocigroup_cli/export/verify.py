@@ -209,6 +209,11 @@ def verify_bucket(store: ObjectStore, where: BucketPrefix) -> tuple[dict[str, An
     try:
         doc = checked(store.get_bytes(where.manifest).decode("utf-8", "replace"), where.uri + "/" + MANIFEST_OBJECT)
     except NotFound:
+        try:
+            store.check_bucket()
+        except NotFound:  # not a missing manifest: an auditor who mistyped would be told it was never committed
+            raise UsageError(f"{where.uri}: no bucket {where.bucket!r} in namespace {where.namespace!r} (or no "
+                             "permission).", "check the bucket's name and the namespace") from None  # fmt: skip
         raise UsageError(f"{where.uri}: no {MANIFEST_OBJECT}; this is not a finished export.") from None
     claimed = {f["name"]: f for f in doc["files"]}
     stored = {o.name.removeprefix(where.prefix + "/"): o for o in store.listing(where.prefix + "/")}

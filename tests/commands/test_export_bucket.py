@@ -237,6 +237,13 @@ def test_bad_destinations_get_one_line_and_a_usage_exit_before_any_work(bucketed
         code, stdout, err = b.export(out)
         assert code == ExitCode.USAGE and stdout == "" and says in err, (out, err)
         assert len(err.strip().splitlines()) == 2 and "Traceback" not in err, err
+    for uri, says in [  # a mistyped address is not "never committed"
+        ("oci://nosuch/x", f"no bucket 'nosuch' in namespace '{b.ns}'"),
+        ("oci://audit@othertenancy/x", "no bucket 'audit' in namespace 'othertenancy'"),
+        (f"oci://audit@{b.ns}/nothing", "no manifest.json; this is not a finished export"),
+    ]:
+        code, stdout, err = b.verify(uri)
+        assert code == ExitCode.USAGE and stdout == "" and says in err, (uri, err)
 
 
 def test_object_storage_failing_mid_run_is_a_transient_exit_with_no_manifest(bucketed):
