@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -26,7 +25,15 @@ from ocigroup_cli.client.objects import ObjectStore
 from ocigroup_cli.config import LOCAL_SOURCE, Profile
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.retention import Protection, parse_days, protection, shortfall
-from ocigroup_cli.errors import NotFound, OcigroupError, PreconditionFailed, ServiceError, TransientError, UsageError
+from ocigroup_cli.errors import (
+    Interrupted,
+    NotFound,
+    OcigroupError,
+    PreconditionFailed,
+    ServiceError,
+    TransientError,
+    UsageError,
+)
 from ocigroup_cli.export import manifest
 from ocigroup_cli.export.claim import Claim
 from ocigroup_cli.export.location import MANIFEST_OBJECT, BucketPrefix, parse_bucket
@@ -211,11 +218,26 @@ def run(
         read()
         return commit(store, where, written, lambda files, digest: build_manifest(
             plan, target.fmt, files, digest, meta, plan.end_ms, clock.time_ms()), target.kept)  # fmt: skip
-    except BaseException:
-        with contextlib.suppress(OcigroupError):  # best effort: the next run to the prefix removes what is left
-            if store.head(where.manifest) is None:  # (a manifest there is another run's commit: its files stay)
-                remove(store, [o.name for o in store.listing(where.prefix + "/") if where.is_export_file(o.name)])
+    except BaseException as exc:
+        left = _undo(store, where, clock)
+        if isinstance(exc, KeyboardInterrupt) and left != []:  # never "nothing was written" with objects left
+            what = (f"what it wrote under {where.uri} may be left (it could not be checked)" if left is None
+                    else f"{len(left)} object(s) it wrote are left under {where.uri} ({left[0]})")  # fmt: skip
+            raise Interrupted(f"export interrupted: {what}; without a manifest they are no export, and the next "
+                              "export to the prefix removes them where the bucket allows.") from None  # fmt: skip
         raise
+
+
+def _undo(store: ObjectStore, where: BucketPrefix, clock: Clock) -> list[str] | None:
+    """Remove what a failed run wrote, once its tasks' last uploads have landed (one in flight when its task was
+    cancelled still lands, after a removal that came at once); what is left, each with why, or None when that is
+    not known (the service failed, a second Ctrl-C). A manifest there is another run's commit: its files stay."""
+    try:
+        if store.head(where.manifest) is not None:
+            return []
+        return remove(store, [name for name in _settled(store, where, clock) if where.is_export_file(name)])
+    except (OcigroupError, KeyboardInterrupt):
+        return None
 
 
 def target_for(profile: Profile, out: str, now_ms: int) -> BucketTarget:

@@ -210,8 +210,11 @@ def test_an_interrupted_export_leaves_no_manifest_and_the_next_one_succeeds(buck
         running.send_signal(signal.SIGINT)
         code, out, err = finish(running, timeout=60)
         assert code == 130 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert "nothing was written" in err
     time.sleep(2)  # what the engine's tasks still had in hand
     assert "manifest.json" not in b.objects("audit", "interrupted")
+    if how == "ctrl-c":  # it said nothing was written: it waited for its tasks' last uploads, and removed them
+        assert b.objects("audit", "interrupted") == []
     # a killed sc:// export's job runs on (docs/export.md "Export on a cluster"; a warm export's is interrupted
     # as its connection to the engine's door closes): its reads still spend the
     # stream's CreateCursor budget, so the next export waits out 429s as a user's would, within the default
