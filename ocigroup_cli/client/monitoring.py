@@ -35,8 +35,20 @@ class MonitoringClient(Sender):
             "PostMetricData", self.telemetry_url, "POST", "/metrics", body=body,
             budget=("PostMetricData", tenancy), per_second=POSTS_PER_SECOND,
         )  # fmt: skip
-        answer = resp.json()
-        return answer if isinstance(answer, dict) else {}
+        return resp.shaped(_answer)
+
+
+def _answer(doc: Any) -> dict[str, Any]:
+    """PostMetricData's answer: the metrics it refused, each an object; TypeError for a shape it never sends."""
+    if doc is None:
+        return {}
+    failed = doc.get("failedMetrics") or []
+    if not isinstance(failed, list) or not all(isinstance(f, dict) for f in failed):
+        raise TypeError("failedMetrics is not a list of objects")
+    data = [f.get("metricData") or {} for f in failed]
+    if not all(isinstance(d, dict) and isinstance(d.get("dimensions") or {}, dict) for d in data):
+        raise TypeError("a failed metric whose metricData or dimensions is not an object")
+    return dict(doc)
 
 
 def loopback(url: str) -> bool:

@@ -22,16 +22,23 @@ from ocigroup_cli.errors import NotFound, OcigroupError
 
 MAX_MESSAGES = 10_000  # the most one GetMessages returns (its limit's largest value, and its default)
 MAX_OFFSET = 1 << 63  # an offset is a long
+MAX_PARTITIONS = 100_000  # far past any tenancy's partition limit (200 by default): more is not the service's
+MAX_PAGES = 1_000  # of ListStreams (50 streams each): more is a server that pages for ever
 
 __all__ = ["StreamingClient", "Waiting", "stream_info"]
 
 
 def stream_info(s: dict[str, Any]) -> StreamInfo:
-    """A stream record from its JSON (GetStream, ListStreams, CreateStream)."""
+    """A stream record from its JSON (GetStream, ListStreams, CreateStream); TypeError or ValueError for one the
+    service never sends (an id that is not a string, a partition count no stream can have)."""
+    if not isinstance(s["id"], str) or not s["id"] or not isinstance(s["name"], str):
+        raise TypeError("a stream whose id or name is not a string")
+    if type(s["partitions"]) is not int or not 1 <= s["partitions"] <= MAX_PARTITIONS:
+        raise ValueError(f"a stream of {str(s['partitions'])[:24]} partitions")
     return StreamInfo(
         s["id"],
         s["name"],
-        int(s["partitions"]),
+        s["partitions"],
         s.get("retentionInHours"),
         s.get("lifecycleState", ""),
         s.get("messagesEndpoint", ""),
@@ -60,6 +67,7 @@ class StreamingClient(Sender):
         query: dict[str, Any] = {"compartmentId": compartment, "limit": 50}
         if name:
             query["name"] = name
+        pages: set[str] = set()
         while True:
             resp = self.request(
                 "ListStreams", self.admin_url, "GET", "/streams", dict(query), budget=("ListStreams", compartment)
@@ -68,6 +76,9 @@ class StreamingClient(Sender):
             page = resp.headers.get("opc-next-page")
             if not page:
                 return out
+            if page in pages or len(pages) >= MAX_PAGES:  # each page answers at once: no deadline would end it
+                raise resp.bad(f"a next page it gave before, or more than {MAX_PAGES:,} pages")
+            pages.add(page)
             query["page"] = page
 
     def create_stream(self, name: str, partitions: int, compartment: str, retention_hours: int = 24) -> StreamInfo:
@@ -237,6 +248,13 @@ class StreamingClient(Sender):
 
 
 def _reservations(data: Any) -> list[Reservation]:
+    """GetGroup's reservations; TypeError or ValueError for one of a shape the service never sends."""
+    for r in data.get("reservations") or []:
+        p = r["partition"]  # a partition id: the service writes it as a string ("0")
+        if not (isinstance(p, str) and p.isascii() and p.isdigit() and len(p) < 7) and type(p) is not int:
+            raise ValueError(f"a reservation of partition {str(p)[:24]!r}")
+        if not isinstance(r.get("reservedInstance"), str | None):
+            raise TypeError("an instance name that is not a string")
     return sorted(
         (
             Reservation(
@@ -300,5 +318,10 @@ def _under(stream: StreamInfo, action: str) -> str:
 
 
 def _committed(value: Any) -> int | None:
-    """A committed offset as GetGroup reports it; -1 (seen on the service) and null both mean "nothing yet"."""
-    return None if value is None or int(value) < 0 else int(value)
+    """A committed offset as GetGroup reports it; -1 (seen on the service) and null both mean "nothing yet"; one a
+    long cannot hold (or not a whole number) is not the service's."""
+    if value is None:
+        return None
+    if type(value) is not int or not -1 <= value < MAX_OFFSET:
+        raise ValueError(f"a committed offset of {str(value)[:24]}")
+    return None if value < 0 else value

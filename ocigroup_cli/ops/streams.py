@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ocigroup_cli.core.models import StreamInfo
+from ocigroup_cli.errors import OcigroupError
 from ocigroup_cli.ops.session import Session
 from ocigroup_cli.ops.target import forget, wait_active
 
@@ -31,4 +32,8 @@ def create_stream(
     if not wait or created.state == "ACTIVE":
         return created
     notice(f"stream {name!r} is {created.state}: waiting until it is ACTIVE (--no-wait returns at once)")
-    return wait_active(s.client, created, CREATE_WAIT_S)
+    stream = wait_active(s.client, created, CREATE_WAIT_S)
+    if stream.state != "ACTIVE":  # FAILED, DELETING, DELETED: made, but not there to use
+        raise OcigroupError(f"stream {name!r} ended {stream.state}, not ACTIVE: it cannot be used.",
+                            f"see why in the OCI console, then create it again (its OCID: {stream.id})")  # fmt: skip
+    return stream

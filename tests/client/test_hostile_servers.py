@@ -6,6 +6,7 @@ within deadline_s plus a second, in bounded memory, and without a crash-log entr
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import threading
 import time
@@ -87,6 +88,7 @@ def test_an_answer_larger_than_the_service_sends_is_refused_in_bounded_memory(ap
         ("bad-json", "answered 200 with invalid JSON (21 bytes, application/json), not the service's answer"),
         ("wrong-shape", "answered 200 with an answer of an unexpected shape (TypeError:"),
         ("deep-json", "answered 200 with invalid JSON (100,000 bytes, application/json), not the service's answer"),
+        ("page-loop", "answered 200 with a next page it gave before, or more than 1,000 pages"),  # it paged for ever
     ],
 )
 def test_an_answer_that_is_not_the_services_is_its_fault_not_a_bug(api_key, tmp_path, behaviour, said):
@@ -134,3 +136,62 @@ def test_the_services_words_are_cut_to_fit_a_line(api_key, tmp_path):
         server.close()
     assert code == 1 and "… (10,000,000 characters)" in err, err[:300]
     assert len(err) < 3000
+
+
+@pytest.mark.parametrize(
+    ("stream", "said"),
+    [
+        ({"partitions": 1_000_000_000}, "a stream of 1000000000 partitions"),  # inspect grew to 10.7 GB
+        ({"partitions": -5}, "a stream of -5 partitions"),  # an empty table, exit 0
+        ({"partitions": "4"}, "a stream of 4 partitions"),
+        ({"id": [1]}, "a stream whose id or name is not a string"),  # exit 3 in every command finding it
+    ],
+)
+def test_a_stream_no_service_sends_is_refused_where_it_is_read(stream, said):
+    from ocigroup_cli.client.streaming import stream_info
+
+    good = {"id": "ocid1.stream.oc1..a", "name": "orders", "partitions": 4}
+    stream_info(good)
+    with pytest.raises((TypeError, ValueError), match=re.escape(said)):
+        stream_info({**good, **stream})
+
+
+@pytest.mark.parametrize(
+    ("reservation", "said"),
+    [
+        ({"reservedInstance": ["x"]}, "an instance name that is not a string"),  # exit 3: unhashable list
+        ({"reservedInstance": 5}, "an instance name that is not a string"),
+        ({"committedOffset": 2**70}, "a committed offset of 1180591620717411303424"),  # shown, lag 0, exit 0
+        ({"committedOffset": 1.5e300}, "a committed offset of 1.5e+300"),
+        ({"committedOffset": True}, "a committed offset of True"),
+        ({"partition": "-1"}, "a reservation of partition '-1'"),
+    ],
+)
+def test_a_reservation_no_service_sends_is_refused_where_it_is_read(reservation, said):
+    from ocigroup_cli.client.streaming import _reservations
+
+    good = {"partition": "0", "committedOffset": 41, "reservedInstance": "a"}
+    assert _reservations({"reservations": [good]})[0].committed_offset == 41
+    assert _reservations({"reservations": [{**good, "committedOffset": -1}]})[0].committed_offset is None
+    with pytest.raises((TypeError, ValueError), match=re.escape(said)):
+        _reservations({"reservations": [{**good, **reservation}]})
+
+
+@pytest.mark.parametrize("failed", [5, [1, 2, 3], [{"metricData": 7}], [{"metricData": {"dimensions": [1]}}]])
+def test_a_metrics_answer_no_service_sends_is_refused_where_it_is_read(failed):
+    from ocigroup_cli.client.monitoring import _answer
+
+    assert _answer({"failedMetricsCount": 0, "failedMetrics": []})["failedMetricsCount"] == 0
+    with pytest.raises(TypeError):
+        _answer({"failedMetricsCount": 1, "failedMetrics": failed})
+
+
+def test_a_stream_whose_creation_failed_is_not_a_success(api_key, tmp_path):
+    """It printed the stream, state FAILED, and exited 0: README says create returns once the stream is ACTIVE."""
+    server = HostileServer("stream-fails")
+    try:
+        code, err, _, _ = _run(tmp_path, api_key, server, "streams", "create", "s2", "--partitions", "3")
+    finally:
+        server.close()
+    assert code == 1, err
+    assert "error: stream 's2' ended FAILED, not ACTIVE: it cannot be used." in err, err

@@ -20,6 +20,8 @@ BEHAVIOURS = (
     "wrong-shape",
     "deep-json",
     "long-error",
+    "page-loop",
+    "stream-fails",
 )
 
 
@@ -35,6 +37,7 @@ class HostileServer:
         self.stopping = threading.Event()
         self.connections = 0
         self.requests: list[float] = []  # when each request's headers came (time.monotonic)
+        self.method = b""  # the last request's
         self.given_up: list[float] = []  # when the client closed each connection it gave up on
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -61,6 +64,7 @@ class HostileServer:
                     return
                 data += chunk
             self.requests.append(time.monotonic())
+            self.method = data.split(b" ", 1)[0]
             getattr(self, "_" + self.behaviour.replace("-", "_"))(conn)
         except OSError:  # a send or read the client's end refused: it gave up (closed the connection)
             self.given_up.append(time.monotonic())
@@ -126,6 +130,17 @@ class HostileServer:
 
     def _wrong_shape(self, conn: socket.socket) -> None:
         self._answer(conn, b'{"streams": "none", "data": [1, 2, 3]}', "application/json")
+
+    def _page_loop(self, conn: socket.socket) -> None:  # every page at once, and the next one is itself
+        body = b"[]"
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nopc-next-page: P1\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)  # fmt: skip
+
+    def _stream_fails(self, conn: socket.socket) -> None:  # CreateStream: CREATING; GetStream then: FAILED
+        state = b"CREATING" if self.method == b"POST" else b"FAILED"
+        body = (b'{"id": "ocid1.stream.oc1..s2", "name": "s2", "partitions": 3, "lifecycleState": "%s", '
+                b'"retentionInHours": 24, "compartmentId": "ocid1.compartment.oc1..c"}' % state)  # fmt: skip
+        self._answer(conn, body, "application/json")
 
     @staticmethod
     def _answer(conn: socket.socket, body: bytes, kind: str) -> None:
