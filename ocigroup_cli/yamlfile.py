@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 20_000
+MAX_DEPTH = 64  # a profile nests a few levels: deeper is a hostile file (or an alias that holds itself)
 _PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")}
 Lines = dict[tuple[str, ...], int]
 KEEP_PARSED = 8  # files whose parse is kept (the oldest dropped)
@@ -80,6 +81,8 @@ def _parse(path: Path, raw: bytes) -> tuple[Any, Lines]:
         raise ConfigError(f"{where}: not valid YAML ({exc.problem}).") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc}).") from None
+    except RecursionError:  # PyYAML's composer recurses once a level
+        raise ConfigError(f"{path}: nested deeper than a profile file can be.") from None
     if node is None:
         return {}, {}
     lines: Lines = {}
@@ -91,6 +94,9 @@ def _parse(path: Path, raw: bytes) -> tuple[Any, Lines]:
         if counter[0] > MAX_NODES:
             raise ConfigError(f"{path}: the document expands to more than {MAX_NODES} values (alias bomb?).")
         lines[keys] = n.start_mark.line + 1
+        if len(keys) > MAX_DEPTH:
+            raise ConfigError(f"{path}:{n.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels (or an alias "
+                              "that holds itself).")  # fmt: skip
         if n.tag not in _PLAIN_TAGS:
             raise ConfigError(f"{path}:{n.start_mark.line + 1}: YAML tag {n.tag!r} is not allowed in a profile file.")
         if isinstance(n, yaml.MappingNode):

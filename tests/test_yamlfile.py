@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -75,3 +76,20 @@ def test_a_bad_file_is_refused_every_time(tmp_path, monkeypatch):
         with pytest.raises(ConfigError, match="not valid YAML"):
             yamlfile.load(path)
     assert not (tmp_path / "state" / "profiles.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("profiles: &p\n  p: *p\n", "nested deeper than 64 levels (or an alias that holds itself)"),  # 21 bytes
+        ("profiles: " + "[" * 100_000, "nested deeper than a profile file can be"),
+        ("a: " + "{a: " * 5_000 + "1" + "}" * 5_000, "nested deeper than"),
+    ],
+    ids=["alias-holding-itself", "deep-lists", "deep-maps"],
+)
+def test_a_file_nested_past_reason_is_one_line_not_a_recursion_crash(tmp_path, monkeypatch, text, said):
+    monkeypatch.setenv("OCIGROUP_STATE_DIR", str(tmp_path / "state"))
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        yamlfile.load(path)
