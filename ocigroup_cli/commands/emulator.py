@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ocigroup_cli import console
+from ocigroup_cli import console, inputs
 from ocigroup_cli.cli.options import OutputOption
 from ocigroup_cli.errors import UsageError
 from ocigroup_cli.localhost import LOCAL_PORT, local_url
@@ -19,6 +19,8 @@ from ocigroup_cli.paths import state_dir
 if TYPE_CHECKING:
     from ocigroup_cli.emulator.server import EmulatorServer, ServerConfig
     from ocigroup_cli.emulator.shared.faults import FaultPlan
+
+MAX_KEY_BYTES = 64 << 10  # a PEM public key is under 1 KiB
 
 app = typer.Typer(help="Run the bundled local OCI Streaming emulator.", no_args_is_help=True)
 
@@ -169,9 +171,9 @@ def _read_keys(paths: list[Path]) -> tuple[bytes, ...]:
     keys = []
     for path in paths:
         try:
-            keys.append(path.read_bytes())
-        except OSError as exc:
-            raise UsageError(f"--trusted-key {path}: cannot read it ({exc.strerror}).") from None
+            keys.append(inputs.read_bytes(path, MAX_KEY_BYTES, "--trusted-key"))  # not /dev/zero, not a FIFO
+        except FileNotFoundError:
+            raise UsageError(f"--trusted-key {path}: no such file.") from None
     return tuple(keys)
 
 

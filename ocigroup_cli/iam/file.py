@@ -6,7 +6,9 @@ would authorize what the file does not say. Key paths are read relative to the f
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -34,19 +36,32 @@ def load(path: Path) -> Tenancy:
     """The tenancy file at `path`, checked whole."""
     import yaml
 
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise IamFileError(f"{path}: cannot read it ({exc.strerror}).") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise IamFileError(f"{path}: larger than {MAX_FILE_BYTES} bytes.")
+    raw = _read(path, MAX_FILE_BYTES, str(path))
     try:
         root = yaml.compose(raw.decode("utf-8"), Loader=yaml.SafeLoader)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise IamFileError(f"{path}: not YAML ({str(exc).splitlines()[0]}).") from None
+    except RecursionError:  # PyYAML's composer recurses once a level
+        raise IamFileError(f"{path}: nested deeper than a tenancy file can be.") from None
     if root is None:
         raise IamFileError(f"{path}: empty; it needs at least 'tenancy:'.")
     return _Reader(path).tenancy(root)
+
+
+def _read(path: Path, limit: int, what: str) -> bytes:
+    """A file's bytes, refused in one line when it cannot be read, is not a regular file (/dev/zero filled the
+    memory, a FIFO waited for ever) or is larger than `limit`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO must not block the open
+    except OSError as exc:
+        raise IamFileError(f"{what}: cannot read it ({exc.strerror}).") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IamFileError(f"{what}: not a regular file.")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise IamFileError(f"{what}: larger than {limit:,} bytes.")
+    return data
 
 
 class _Reader:
@@ -165,11 +180,10 @@ class _Reader:
         if given.startswith("-----BEGIN"):
             data = given.encode()
         else:
-            path = (self.path.parent / Path(given).expanduser()).resolve()
             try:
-                data = path.read_bytes()[:MAX_KEY_BYTES]
-            except OSError as exc:
-                raise self.fail(node, f"key {given}: cannot read it ({exc.strerror}).") from None
+                data = _read((self.path.parent / Path(given).expanduser()).resolve(), MAX_KEY_BYTES, f"key {given}")
+            except IamFileError as exc:
+                raise self.fail(node, str(exc)) from None
         try:
             return load_public_key(data)
         except ValueError as exc:

@@ -116,7 +116,10 @@ def parse(text: str) -> Statement:
     condition = None
     if t.peek():
         t.expect("where")
-        condition = _condition(t)
+        try:
+            condition = _condition(t)
+        except RecursionError:  # a condition parses once a level
+            raise PolicyError("conditions nested deeper than a policy can hold") from None
         if t.peek():
             raise PolicyError(f"unexpected {t.peek()!r} after the condition")
     return Statement(text, any_user, groups, ids, verb, resource_type, location, condition)
@@ -184,9 +187,20 @@ def _condition(t: _Tokens) -> Clause | Condition:
 
 
 def _matches(value: str, wanted: str, pattern: bool) -> bool:
-    if not pattern:
+    """`wanted` as it is, or a pattern where `*` stands for anything: matched left to right in linear passes (as a
+    regular expression, `/*a*a*…*a/` backtracked for ever and held the emulator's thread)."""
+    if not pattern or "*" not in wanted:
         return value == wanted
-    return re.fullmatch(".*".join(re.escape(part) for part in wanted.split("*")), value) is not None
+    first, *middle, last = wanted.split("*")
+    if len(first) + len(last) > len(value) or not value.startswith(first) or not value.endswith(last):
+        return False
+    at, end = len(first), len(value) - len(last)
+    for part in middle:  # each piece at its first place after the one before: if any way fits, that one does
+        found = value.find(part, at, end)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return True
 
 
 def _unquote(word: str) -> str:

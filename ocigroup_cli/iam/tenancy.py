@@ -38,9 +38,11 @@ class Tenancy:
     def ancestors(self, compartment: str) -> list[str]:
         """`compartment` and the ones above it, up to the tenancy; [] for a compartment the file does not name."""
         chain: list[str] = []
+        seen: set[str] = set()  # a loop ends the walk (a list's `in` made a long chain's check cubic)
         current: str | None = compartment
-        while current is not None and current in self.parents and current not in chain:
+        while current is not None and current in self.parents and current not in seen:
             chain.append(current)
+            seen.add(current)
             current = self.parents[current]
         return chain
 

@@ -84,3 +84,52 @@ def test_inheritance_down_the_tree_and_not_up(tmp_path):
     assert t.allows(u, "STREAM_INSPECT", "ocid1.compartment.oc1..b", {})  # from a, inherited by b
     assert not t.allows(u, "STREAM_INSPECT", "ocid1.tenancy.oc1..t", {})
     assert not t.allows("ocid1.user.oc1..nobody", "STREAM_INSPECT", "ocid1.compartment.oc1..a", {})
+
+
+@pytest.mark.parametrize(
+    ("value", "wanted", "holds"),
+    [
+        ("orders-eu", "orders-*", True), ("x-orders-y", "*orders*", True), ("abc", "a*b*c", True),
+        ("aXbYc", "a*b*c", True), ("ac", "a*b*c", False), ("abab", "a*b*b", True), ("aab", "a*ab", True),
+        ("ab", "a*b*b", False), ("a", "a*a", False), ("", "*", True), ("x", "*", True),
+    ],
+)  # fmt: skip
+def test_a_pattern_matches_as_a_wildcard_does(value, wanted, holds):
+    from ocigroup_cli.iam.policy import _matches
+
+    assert _matches(value, wanted, pattern=True) is holds
+
+
+def test_a_pattern_made_to_backtrack_is_matched_in_one_pass():
+    """As a regular expression, /*a*a*…*a/ against a long run of a's then b backtracked for ever, and the emulator
+    held the request's thread (SIGTERM did not end it)."""
+    from ocigroup_cli.iam.policy import _matches
+
+    assert not _matches("a" * 5_000 + "b", "*" + "a*" * 40 + "c", pattern=True)
+    assert _matches("a" * 5_000 + "c", "*" + "a*" * 40 + "c", pattern=True)
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "deep-yaml", "deep-condition"])
+def test_a_hostile_tenancy_file_is_one_line(tmp_path, kind):
+    """A key path of /dev/zero filled the memory (22.8 GB), a FIFO waited for ever, deep nesting was exit 3."""
+    import os
+
+    path = tmp_path / "iam.yaml"
+    head = "tenancy: ocid1.tenancy.oc1..t\n"
+    if kind in ("dev-zero", "fifo"):
+        key = "/dev/zero" if kind == "dev-zero" else str(tmp_path / "pipe")
+        if kind == "fifo":
+            os.mkfifo(key)
+        path.write_text(head + f"users:\n  - id: ocid1.user.oc1..u\n    keys: [{key}]\n")
+        said = r"iam.yaml:4: key .*: not a regular file"
+    elif kind == "deep-yaml":
+        path.write_text(head + "users: " + "[" * 100_000)
+        said = "nested deeper than a tenancy file can be"
+    else:
+        condition = "any {" * 3_000 + "request.operation = 'x'" + "}" * 3_000
+        path.write_text(
+            head + f'policies:\n  - statements: ["Allow any-user to read streams in tenancy where {condition}"]\n'
+        )
+        said = "conditions nested deeper than a policy can hold"
+    with pytest.raises(IamFileError, match=said):
+        load(path)

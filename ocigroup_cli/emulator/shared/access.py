@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,7 +48,8 @@ class Access:
         since two edits within the file system's timestamp granularity may leave the same time and size."""
         try:
             st = self.path.stat()
-            digest = hashlib.sha256(self.path.read_bytes()).digest() if st.st_size <= DIGEST_UP_TO else b""
+            small = stat.S_ISREG(st.st_mode) and st.st_size <= DIGEST_UP_TO  # a link swapped to /dev/zero: not read
+            digest = hashlib.sha256(self.path.read_bytes()).digest() if small else b""
         except OSError:
             return None
         return st.st_mtime_ns, st.st_size, st.st_ino, digest
