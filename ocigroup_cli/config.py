@@ -21,8 +21,8 @@ from ocigroup_cli import yamlfile
 from ocigroup_cli.core.session import Rules, default_heartbeat_s
 from ocigroup_cli.errors import ConfigError
 from ocigroup_cli.localhost import local_url
+from ocigroup_cli.paths import check_profile_file, state_dir
 from ocigroup_cli.paths import config_path as default_config_path
-from ocigroup_cli.paths import state_dir
 
 LOCAL = "local"
 LOCAL_SOURCE = "built-in local profile"  # the source of a setting the local profile gives
@@ -444,6 +444,7 @@ def resolve(
     doc: Any = {}
     lines: yamlfile.Lines = {}
     if path.exists() or explicit:
+        check_profile_file(path)
         doc, lines = yamlfile.load(path)
     profiles = _profile_entries(doc, path, lines) if doc else {}
     default_name = doc.get("default") if isinstance(doc, dict) else None

@@ -79,3 +79,20 @@ def test_a_state_directory_others_can_write_or_that_another_user_made_is_not_use
     open_parent.chmod(0o777)
     swapped = proc.run(["profile", "show"], proc.clean_env(open_parent / "state"))
     assert swapped.returncode == 2 and f"lies in {open_parent}, which anyone can write".encode() in swapped.stderr
+
+
+def test_a_profile_file_another_user_owns_or_anyone_can_write_is_not_used(tmp_path):
+    """It chooses the endpoint and the key: another user's file (or one anyone can write) pointed root's commands
+    at their server, signing with root's key. Group-writable stays usable (umask 002 makes files so)."""
+    config = tmp_path / "config.yaml"
+    config.write_text("profiles:\n  p:\n    endpoint: http://127.0.0.1:9\n")
+    env = proc.clean_env(tmp_path / "state")
+    config.chmod(0o666)
+    r = proc.run(["--config", str(config), "-p", "p", "profile", "show"], env)
+    assert r.returncode == 2 and b"can be written by anyone (mode 666): it is not used" in r.stderr, r.stderr
+    config.chmod(0o664)
+    assert proc.run(["--config", str(config), "-p", "p", "profile", "show"], env).returncode == 0
+    if os.geteuid() == 0:  # only root can give a file to another user
+        os.chown(config, 1002, 1002)
+        r = proc.run(["--config", str(config), "-p", "p", "profile", "show"], env)
+        assert r.returncode == 2 and b"belongs to another user (uid 1002), who could point its" in r.stderr
