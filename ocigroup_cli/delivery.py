@@ -92,13 +92,16 @@ class Delivery:
                 raise failure(exc, self.name) from None
             view = view[n:]
 
-    def wait_taken(self, until: Callable[[], bool] = lambda: False) -> bool:
+    def wait_taken(self, until: Callable[[], bool] = lambda: False, taking: Callable[[], None] = lambda: None) -> bool:
         """Return True once the reader has read everything written (pipes), False if `until()` comes true first;
-        raise ReaderGone if the reader exits first."""
+        raise ReaderGone if the reader exits first. `taking` hears each time the reader took some."""
         if not self.pipe:
             return True
-        step = 0
-        while self._unread() > 0:
+        step, before = 0, None
+        while (unread := self._unread()) > 0:
+            if before is not None and unread < before:
+                taking()
+            before = unread
             if until():
                 return False
             try:
@@ -148,7 +151,7 @@ class StreamDelivery:
                 self.stream.write(data.decode("utf-8", "surrogateescape"))
             self.stream.flush()
 
-    def wait_taken(self, until: Callable[[], bool] = lambda: False) -> bool:
+    def wait_taken(self, until: Callable[[], bool] = lambda: False, taking: Callable[[], None] = lambda: None) -> bool:
         return True
 
     def check(self) -> None:

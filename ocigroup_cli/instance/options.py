@@ -3,7 +3,7 @@ figures."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -47,8 +47,9 @@ class TailOptions:
 
 
 class Sink(Protocol):
-    def deliver(self, batch: list[Message]) -> None:
-        """Return once every message of the batch reached the reader; raise when it cannot."""
+    def deliver(self, batch: list[Message], taking: Callable[[], None] = lambda: None) -> None:
+        """Return once every message of the batch reached the reader; raise when it cannot. `taking` hears that
+        the reader took some of it (a slow reader is not a stalled one)."""
 
     def check(self) -> None:
         """Raise when the reader has gone away (called while idle)."""

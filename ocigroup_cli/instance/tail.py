@@ -77,6 +77,12 @@ class Tail(Member):
             self._final_commit()
         return self.stats
 
+    def _taking(self) -> None:
+        """The reader took some of the batch in hand: max_processing_s counts from here (a reader working through
+        a backlog behind a full pipe is not stalled, and keeps the partitions)."""
+        if self.batch_started is not None:
+            self.batch_started = self.clock.monotonic()
+
     def _deliver(self, messages: list[Message]) -> None:
         """Write what this process has not written yet (a rejoin reads again from the committed offsets), then
         count the whole batch as written: a commit carries past the messages skipped too."""
@@ -84,7 +90,7 @@ class Tail(Member):
         self.batch_started = self.clock.monotonic()
         self.stats.in_flight = len(fresh)
         if fresh:
-            self.sink.deliver(fresh)
+            self.sink.deliver(fresh, self._taking)
         self.once.wrote(fresh)
         self.stats.in_flight = 0
         self.batch_started = None

@@ -12,6 +12,8 @@ from ocigroup_cli.core.models import Message
 from ocigroup_cli.delivery import Delivery, StreamDelivery
 from ocigroup_cli.instance.options import not_base64
 
+CHUNK_BYTES = 64 << 10  # a pipe's buffer on Linux: a batch is written a pipeful at a time
+
 FORMATS = ("value", "json", "template")
 ENCODINGS = ("utf8", "base64", "hex")
 
@@ -83,14 +85,16 @@ class LineSink:
     def __init__(self, out: Delivery | StreamDelivery, line: Callable[[Message], bytes]) -> None:
         self.out, self.line = out, line
 
-    def deliver(self, batch: list[Message]) -> None:
+    def deliver(self, batch: list[Message], taking: Callable[[], None] = lambda: None) -> None:
         console.STATUS.clear()  # a status line on a terminal shared with stdout is never written over
         try:
             lines = b"".join(map(self.line, batch))  # all of it before any is written
         except ValueError:
             raise not_base64(batch) from None
-        self.out.write(lines)
-        self.out.wait_taken()
+        for start in range(0, len(lines), CHUNK_BYTES):  # each chunk written is one the reader made room for
+            self.out.write(lines[start : start + CHUNK_BYTES])
+            taking()
+        self.out.wait_taken(taking=taking)
 
     def check(self) -> None:
         self.out.check()

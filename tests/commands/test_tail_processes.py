@@ -214,3 +214,27 @@ def test_tail_waits_out_an_outage_longer_than_the_deadline_and_reads_on(api_key,
     assert code == 130 and "Traceback" not in err, err
     assert "waiting for the service, retrying until it answers" in err
     assert sorted(values(out)) == sorted([f"a{i}" for i in range(20)] + [f"b{i}" for i in range(20)])
+
+
+def test_a_reader_working_through_a_backlog_is_slow_not_stalled(api_key, tmp_path):
+    """A batch takes a steady reader longer than max_processing_s to read: tail counted the whole batch's time, said
+    "output stalled", stopped heartbeating and lost its partitions, though the reader never stopped taking."""
+    from tests.helpers import cli as proc
+    from tests.helpers.worker import world
+
+    with world(api_key, tmp_path, partitions=1, timeout_ms=2000, group__max_processing_s=1.5) as w:
+        for start in range(0, 1200, 400):
+            w.sdk.put(w.sid, [(None, f"{i:05d}".encode() + b"x" * 1000) for i in range(start, start + 400)])
+        err_path = tmp_path / "tail.err"
+        with err_path.open("wb") as err:
+            tail = subprocess.Popen([proc.exe(), *w.args("-e")], stdout=subprocess.PIPE, stderr=err,
+                                    stdin=subprocess.DEVNULL, env=w.env)  # fmt: skip
+        w.started.append(tail)
+        taken = b""
+        with tail.stdout:
+            while chunk := tail.stdout.read1(16 << 10):  # about 160 KB/s: a 1 MiB read takes 6 s to go through
+                taken += chunk
+                time.sleep(0.1)
+        assert tail.wait(timeout=30) == 0, err_path.read_text()
+        assert taken.count(b"\n") == 1200
+        assert "stalled" not in err_path.read_text(), err_path.read_text()

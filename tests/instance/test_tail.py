@@ -26,7 +26,10 @@ class Sink:
     """A tail sink around a write function: delivered as soon as written; the reader never leaves."""
 
     def __init__(self, write):
-        self.deliver = write
+        self.write = write
+
+    def deliver(self, batch, taking=lambda: None):
+        self.write(batch)
 
     def check(self):
         pass
