@@ -135,9 +135,28 @@ def run(
                 with claim.claim(target.claim_path) as mine:
                     return Outcome(commit.run(None, plan, target, meta, clock, None, mine), None)
             return Outcome(job.run(None, plan, target, meta, clock), None)
-        show(Progress("starting Spark"))
-        used = open_spark(target.master, settings, driver_memory, clock, notice, lent)
+        with _ticking(show, Progress("starting Spark"), clock):  # a JVM's start takes tens of seconds: the
+            used = open_spark(target.master, settings, driver_memory, clock, notice, lent)  # time shown moves on
         return _export(used, plan, target, clock, profile_name, show)
+
+
+@contextlib.contextmanager
+def _ticking(show: Show, progress: Progress, clock: Clock) -> Iterator[None]:
+    """`progress` shown now and again each second until the block ends: a slow start is told from a hang."""
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not clock.wait(stop, 1.0):
+            show(progress)
+
+    show(progress)
+    ticker = threading.Thread(target=tick, name="export-start", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join(2)
 
 
 def _export(used: Spark, plan: Plan, target: Destination, clock: Clock, profile_name: str, show: Show) -> Outcome:

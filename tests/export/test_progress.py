@@ -25,3 +25,20 @@ def test_a_reader_still_running_after_the_directory_was_removed_writes_nothing(t
     counter.add(1)
     counter.finish()
     assert not progress.exists()
+
+
+def test_the_time_shown_moves_on_while_spark_starts():
+    """It showed "starting Spark · 0s" for the whole 40 s of a JVM's start: a hang could not be told from it."""
+    import threading
+
+    from ocigroup_cli.core.clock import ManualClock
+    from ocigroup_cli.export.session import Progress, _ticking
+
+    clock, shown = ManualClock(), []
+    with _ticking(lambda p: shown.append((p.phase, clock.monotonic())), Progress("starting Spark"), clock):
+        while not clock._waiting:  # the ticker waits on the clock: each move below wakes it once
+            threading.Event().wait(0.01)
+        for _ in range(3):
+            clock.advance_ms(1_000)
+    assert [phase for phase, _ in shown] == ["starting Spark"] * 4
+    assert [at - shown[0][1] for _, at in shown] == [0, 1, 2, 3]
