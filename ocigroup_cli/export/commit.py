@@ -76,6 +76,10 @@ def check(
         missing = f"--out {where.uri}: no bucket {where.bucket!r} in namespace {store.namespace!r} (or no permission)."
         raise UsageError(missing, "create it, or check the name and the namespace") from None
     _own_prefix(where, [o.name for o in store.listing(where.prefix + "/")])
+    inside = next((m for m in where.above if store.head(m) is not None and manifest.is_ours(_text(store, m))), None)
+    if inside is not None:  # its verify would find this one's objects extra, for good under a retention rule
+        raise UsageError(f"--out {where.uri} is inside the export at {inside.removesuffix('/' + MANIFEST_OBJECT)}: "
+                         "an export is never changed.", "choose a prefix outside it")  # fmt: skip
     rules = protection(store.retention_rules(), now_ms)
     if require.retention and (problem := shortfall(rules, require.at_least_days)):
         fix = "add a retention rule to the bucket (oci os retention-rule create), or use another bucket"
@@ -99,6 +103,13 @@ def clear(store: ObjectStore, where: BucketPrefix, clock: Clock) -> None:
             f"removed ({left[0]}).",
             "export to another prefix; they can be removed once the bucket's retention rule allows",
         )
+
+
+def _text(store: ObjectStore, name: str) -> str:
+    try:
+        return store.get_bytes(name).decode("utf-8", "replace")
+    except NotFound:
+        return ""
 
 
 def _own_prefix(where: BucketPrefix, found: list[str]) -> None:

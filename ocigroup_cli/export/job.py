@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ocigroup_cli import inputs
 from ocigroup_cli.core.clock import Clock
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
 from ocigroup_cli.errors import OcigroupError, OutputFailed, UsageError
@@ -51,6 +52,18 @@ class Target:
             )
         if not self.out.parent.is_dir():
             raise UsageError(f"--out {self.out}: the directory {self.out.parent} does not exist.")
+        inside = next((p for p in self.out.absolute().parents if _an_export(p)), None)
+        if inside is not None:  # its verify would find this one as an extra file, and fail for good
+            raise UsageError(f"--out {self.out} is inside the export {inside}: an export is never changed.",
+                             "choose a directory outside it")  # fmt: skip
+
+
+def _an_export(directory: Path) -> bool:
+    path = directory / manifest.MANIFEST
+    try:
+        return path.is_file() and manifest.is_ours(inputs.read_text(path, manifest.MAX_MANIFEST_BYTES, "manifest"))
+    except (OSError, OcigroupError, UnicodeDecodeError):
+        return False
 
 
 Write = Callable[[str], list[manifest.FileStats]]  # writes every slice's file into the run's partial directory

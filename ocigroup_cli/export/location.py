@@ -33,6 +33,13 @@ class BucketPrefix:
     def manifest(self) -> str:
         return self.object(MANIFEST_OBJECT)
 
+    @property
+    def above(self) -> list[str]:
+        """The manifests an export at each prefix above this one would have (`a/b/c`: `a/manifest.json`,
+        `a/b/manifest.json`)."""
+        parts = self.prefix.split("/")
+        return ["/".join(parts[:n]) + "/" + MANIFEST_OBJECT for n in range(1, len(parts))]
+
     def in_namespace(self, namespace: str) -> BucketPrefix:
         return BucketPrefix(self.bucket, namespace, self.prefix)
 

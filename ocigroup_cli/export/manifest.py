@@ -157,6 +157,15 @@ def _ts(us: int | None) -> str | None:
     return None if us is None else ms_to_rfc3339(us // 1000)
 
 
+def is_ours(text: str) -> bool:
+    """Whether a manifest.json is an ocigroup export's (another tool's file of that name is not)."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("tool"), dict) and doc["tool"].get("name") == "ocigroup"
+
+
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:

@@ -123,6 +123,9 @@ def test_a_bucket_export_holds_what_a_local_export_holds_in_every_format(buckete
     assert "no retention rule" in err and f"ocigroup --config {b.config} export verify oci://audit@{b.ns}/" in err
     code, out, err = b.verify(f"oci://audit/orders/{fmt}")  # the namespace looked up
     assert code == 0 and json.loads(out)["ok"] is True, err
+    if fmt == "jsonl":  # inside it, another export would be an extra object its verify finds for good
+        code, out, err = b.export(f"oci://audit@{b.ns}/orders/{fmt}/more/inner", "--to-offset", "3")
+        assert code == ExitCode.USAGE and f"is inside the export at orders/{fmt}: an export is never changed" in err
     if fmt == "parquet":
         _an_auditor_reads_it_with_ocifs(b, f"audit@{b.ns}/orders/{fmt}", stored)
 

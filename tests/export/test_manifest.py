@@ -270,3 +270,21 @@ def test_a_directory_that_appears_at_out_while_the_export_runs_is_never_replaced
         out.rmdir()
         job._into_place(partial, out)
         assert (out / "manifest.json").read_text() == "{}" and not partial.exists()
+
+
+def test_an_export_inside_another_export_is_refused(tmp_path):
+    """It succeeded, and the outer export's verify failed for good after ("extra file: inner")."""
+    import json
+
+    from ocigroup_cli.errors import UsageError
+    from ocigroup_cli.export import job
+
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    (outer / "manifest.json").write_text(json.dumps({"manifest_version": 2, "tool": {"name": "ocigroup"}}))
+    (outer / "deeper").mkdir()
+    for out in (outer / "inner", outer / "deeper" / "inner"):
+        with pytest.raises(UsageError, match=f"is inside the export {outer}: an export is never changed"):
+            job.Target(out, "parquet", "local[2]").check()
+    (outer / "manifest.json").write_text('{"name": "a web app", "start_url": "/"}')  # another tool's file
+    job.Target(outer / "inner", "parquet", "local[2]").check()
