@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -240,6 +241,7 @@ def verify(
 
     needs_extra("pyarrow")
     doc, problems = _verify_bucket(ctx, directory) if is_bucket(directory) else check(Path(directory))
+    _elsewhere(directory, doc)
     short = truncation(doc)
     ok = not problems and (allow_truncated or not short)
     result = {"directory": str(directory), "ok": ok, "rows": doc.get("rows"), "problems": problems,
@@ -263,6 +265,22 @@ def verify(
                 f"(content digest {doc['content_digest']['value'][:16]}…){whole}"
             )
         )
+
+
+def _elsewhere(verified: str, doc: dict[str, Any]) -> None:
+    """A copy of a bucket export verifies as the export did, but the write-once rule its manifest names protects
+    where it was committed, not the copy: said."""
+    from ocigroup_cli.export.location import is_bucket, parse_bucket
+
+    committed = (doc.get("destination") or {}).get("uri")
+    if not isinstance(committed, str) or not is_bucket(committed):
+        return
+    with contextlib.suppress(OcigroupError):  # a directory, or a garbled destination: not the same place
+        here, there = parse_bucket(verified, "export verify"), parse_bucket(committed, "the manifest's destination")
+        if (here.bucket, here.prefix) == (there.bucket, there.prefix):
+            return
+    console.warn(f"this is a copy: the export was committed at {committed}, and what its manifest says protects it "
+                 "(retention) protects that place, not this one")  # fmt: skip
 
 
 def _verify_bucket(ctx: typer.Context, uri: str) -> tuple[dict[str, Any], list[str]]:

@@ -126,6 +126,12 @@ def test_a_bucket_export_holds_what_a_local_export_holds_in_every_format(buckete
     if fmt == "jsonl":  # inside it, another export would be an extra object its verify finds for good
         code, out, err = b.export(f"oci://audit@{b.ns}/orders/{fmt}/more/inner", "--to-offset", "3")
         assert code == ExitCode.USAGE and f"is inside the export at orders/{fmt}: an export is never changed" in err
+        for name in names:  # a copy elsewhere verifies as the export did, and is said to be one
+            body = b.storage.get_object(b.ns, "audit", f"orders/{fmt}/{name}").data.content
+            b.storage.put_object(b.ns, "audit", f"copies/{fmt}/{name}", body)
+        code, out, err = b.verify(f"oci://audit/copies/{fmt}")
+        assert code == 0 and f"this is a copy: the export was committed at oci://audit@{b.ns}/orders/{fmt}" in err
+        assert "this is a copy" not in b.verify(f"oci://audit/orders/{fmt}")[2]
     if fmt == "parquet":
         _an_auditor_reads_it_with_ocifs(b, f"audit@{b.ns}/orders/{fmt}", stored)
 
