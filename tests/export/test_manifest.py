@@ -165,6 +165,15 @@ def test_a_file_of_large_values_is_read_back_a_few_rows_at_a_time(tmp_path):
     assert manifest.facts(path, "parquet").rows == 40
 
 
+def _two_partitions(partial: str, rows: int = 5):
+    written = []
+    for p in (0, 1):
+        path = Path(partial) / f"partition-{p:04d}-000.parquet"
+        write_slice(iter([_batch(_rows(random.Random(p), p)[:rows])]), path, "parquet")
+        written.append(manifest.facts(path, "parquet"))
+    return written
+
+
 def _drop_partition_1(d, doc):
     (d / "partition-0001-000.parquet").unlink()
     doc["partitions"] = [e for e in doc["partitions"] if e["partition"] != 1]
@@ -202,34 +211,18 @@ def test_a_manifest_rewritten_to_match_the_files_still_has_to_agree_with_what_wa
     from ocigroup_cli.export import job, verify
     from ocigroup_cli.export.plan import PartitionRange, Plan, Slice
 
-    def write(partial: str):
-        written = []
-        for p in (0, 1):
-            path = Path(partial) / f"partition-{p:04d}-000.parquet"
-            write_slice(iter([_batch(_rows(random.Random(p), p)[:20])]), path, "parquet")
-            written.append(manifest.facts(path, "parquet"))
-        return written
-
     ranges = [PartitionRange(p, 0, None, 0, None, 0) for p in (0, 1)]
     plan = Plan(
         {}, {"id": "s", "name": "s"}, 1_800_000_000_000, None, None, ranges, [Slice(p, 0, 0, None) for p in (0, 1)]
     )
     out = tmp_path / "out"
-    job.run(write, plan, job.Target(out, "parquet", "local[2]"), {}, SystemClock())
+    job.run(lambda partial: _two_partitions(partial, 20), plan, job.Target(out, "parquet", "local[2]"), {},
+            SystemClock())  # fmt: skip
     assert verify.verify(out)[1] == []
     doc = json.loads((out / "manifest.json").read_text())
     lie(out, doc)
     (out / "manifest.json").write_text(json.dumps(doc))
     assert says in "\n".join(verify.verify(out)[1])
-
-
-def _two_partitions(partial: str):
-    written = []
-    for p in (0, 1):
-        path = Path(partial) / f"partition-{p:04d}-000.parquet"
-        write_slice(iter([_batch(_rows(random.Random(p), p)[:5])]), path, "parquet")
-        written.append(manifest.facts(path, "parquet"))
-    return written
 
 
 def test_a_manifest_that_cannot_be_written_is_the_output_failing_not_a_bug(tmp_path, monkeypatch):
