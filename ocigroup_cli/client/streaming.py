@@ -10,10 +10,13 @@ stream, the group, the partition a cursor reads); client/sender.py sends it.
 from __future__ import annotations
 
 import base64
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from ocigroup_cli.client.pacing import KEEP_CURSORS
 from ocigroup_cli.client.sender import Sender, Waiting
 from ocigroup_cli.client.transport import Response
 from ocigroup_cli.core.models import Message, PutResult, Reservation, StreamInfo
@@ -53,6 +56,8 @@ class StreamingClient(Sender):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._moved: dict[str, StreamInfo] = {}  # a stream's id -> where its calls go now (see _data)
+        self._read_to: OrderedDict[str, int] = OrderedDict()  # a partition cursor -> the offset read before it
+        self._read_lock = threading.Lock()
 
     # -- admin ----------------------------------------------------------------------------------------------
 
@@ -202,7 +207,23 @@ class StreamingClient(Sender):
         lane = self.pacer.lane(cursor)
         if lane is not None:
             self.pacer.note(following, lane)
+        if isinstance(lane, tuple) and lane[0] == "p":
+            self._moves_on(resp, cursor, following, messages)
         return messages, following
+
+    def _moves_on(self, resp: Response, cursor: str, following: str, messages: list[Message]) -> None:
+        """A partition cursor reads on: each answer's offsets rise, past the last one the cursor before it read
+        (a server that answered the same message every time kept `inspect` counting it for minutes)."""
+        with self._read_lock:
+            before = self._read_to.pop(cursor, None)
+            offsets = [m.offset for m in messages]
+            if any(b <= a for a, b in zip([-1 if before is None else before, *offsets], offsets, strict=False)):
+                raise resp.bad(f"offsets that do not move on ({str(offsets[:3])[:60]} after {before})")
+            last = offsets[-1] if offsets else before
+            if last is not None:
+                self._read_to[following] = last
+                if len(self._read_to) > KEEP_CURSORS:
+                    self._read_to.popitem(last=False)
 
     def first(self, stream: StreamInfo, cursor: str) -> Message | None:
         """The message `cursor` would read first, if there is one (a peek: the cursor is not kept)."""

@@ -214,3 +214,25 @@ def test_a_get_messages_answer_of_more_messages_than_asked_is_refused_before_it_
         server.shutdown()
         server.server_close()
     assert peak < 8 * len(body), peak  # the body and its copies in reading, not 700,000 parsed objects
+
+
+def test_a_partition_cursor_that_does_not_move_on_is_not_the_services_answer(client):
+    """A server that answered the same message every time kept `inspect` counting it for minutes (1,827 reads):
+    each answer to a partition cursor must rise past what the cursor before it read."""
+    from ocigroup_cli.client.transport import Response
+    from ocigroup_cli.core.models import Message
+    from ocigroup_cli.errors import BadAnswer
+
+    stream = client.create_stream("orders", 1, "ocid1.compartment.oc1..test")
+    client.put(stream, [(None, b"a"), (None, b"b")])
+    first = client.create_cursor(stream, 0, "TRIM_HORIZON")
+    read, following = client.get_messages(stream, first, limit=1)
+    rest, _ = client.get_messages(stream, following)  # the emulator's own answers move on
+    assert [m.value_bytes() for m in read + rest] == [b"a", b"b"]
+    again = Message(0, read[0].offset, read[0].timestamp, None, read[0].value)
+    client.pacer.note("c2", ("p", 0))
+    client._read_to["c2"] = read[0].offset
+    with pytest.raises(BadAnswer, match="offsets that do not move on"):
+        client._moves_on(Response(200, {}, b"", "GetMessages", "http://x"), "c2", "c3", [again])
+    with pytest.raises(BadAnswer, match="offsets that do not move on"):  # nor within one answer
+        client._moves_on(Response(200, {}, b"", "GetMessages", "http://x"), "c4", "c5", [again, again])
