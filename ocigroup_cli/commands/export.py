@@ -236,12 +236,16 @@ def verify(
     a truncated export (unless --allow-truncated).
     """
     from ocigroup_cli.export.location import is_bucket
-    from ocigroup_cli.export.verify import truncation
+    from ocigroup_cli.export.verify import truncation, verify_uri
     from ocigroup_cli.export.verify import verify as check
 
     needs_extra("pyarrow")
-    doc, problems = _verify_bucket(ctx, directory) if is_bucket(directory) else check(Path(directory))
-    _elsewhere(directory, doc)
+    if is_bucket(directory):
+        doc, problems, verified = verify_uri(load_profile(ctx), directory)
+        _elsewhere(verified, doc)
+    else:
+        doc, problems = check(Path(directory))
+        _elsewhere(directory, doc)
     short = truncation(doc)
     ok = not problems and (allow_truncated or not short)
     result = {"directory": str(directory), "ok": ok, "rows": doc.get("rows"), "problems": problems,
@@ -277,17 +281,10 @@ def _elsewhere(verified: str, doc: dict[str, Any]) -> None:
         return
     with contextlib.suppress(OcigroupError):  # a directory, or a garbled destination: not the same place
         here, there = parse_bucket(verified, "export verify"), parse_bucket(committed, "the manifest's destination")
-        if (here.bucket, here.prefix) == (there.bucket, there.prefix):
+        if (here.bucket, here.namespace, here.prefix) == (there.bucket, there.namespace, there.prefix):
             return
     console.warn(f"this is a copy: the export was committed at {committed}, and what its manifest says protects it "
                  "(retention) protects that place, not this one")  # fmt: skip
-
-
-def _verify_bucket(ctx: typer.Context, uri: str) -> tuple[dict[str, Any], list[str]]:
-    """An Object Storage export, read with the profile's credentials."""
-    from ocigroup_cli.export.verify import verify_uri
-
-    return verify_uri(load_profile(ctx), uri)
 
 
 engine_app = typer.Typer(help="The warm Spark engine that local exports keep between runs.", no_args_is_help=True)

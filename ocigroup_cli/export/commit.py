@@ -34,7 +34,7 @@ from ocigroup_cli.errors import (
     TransientError,
     UsageError,
 )
-from ocigroup_cli.export import manifest
+from ocigroup_cli.export import manifest, progress
 from ocigroup_cli.export.claim import Claim
 from ocigroup_cli.export.location import MANIFEST_OBJECT, BucketPrefix, parse_bucket
 from ocigroup_cli.export.plan import Plan
@@ -230,7 +230,8 @@ def run(
         return commit(store, where, written, lambda files, digest: build_manifest(
             plan, target.fmt, files, digest, meta, plan.end_ms, clock.time_ms()), target.kept)  # fmt: skip
     except BaseException as exc:
-        left = _undo(store, where, clock)
+        progress.stop(mine.progress)
+        left = _undo(store, where, clock, mine.progress)
         if isinstance(exc, KeyboardInterrupt) and left != []:  # never "nothing was written" with objects left
             what = (f"what it wrote under {where.uri} may be left (it could not be checked)" if left is None
                     else f"{len(left)} object(s) it wrote are left under {where.uri} ({left[0]})")  # fmt: skip
@@ -239,11 +240,15 @@ def run(
         raise
 
 
-def _undo(store: ObjectStore, where: BucketPrefix, clock: Clock) -> list[str] | None:
+def _undo(store: ObjectStore, where: BucketPrefix, clock: Clock, tasks: Path) -> list[str] | None:
     """Remove what a failed run wrote, once its tasks' last uploads have landed (one in flight when its task was
-    cancelled still lands, after a removal that came at once); what is left, each with why, or None when that is
-    not known (the service failed, a second Ctrl-C). A manifest there is another run's commit: its files stay."""
+    cancelled still lands, after a removal that came at once: this machine's tasks mark theirs in `tasks`, a
+    cluster's are waited for until the listing settles); what is left, each with why, or None when that is not
+    known (the service failed, a second Ctrl-C). A manifest there is another run's commit: its files stay."""
     try:
+        began = clock.monotonic()
+        while progress.tasks_in_hand(tasks) and clock.monotonic() - began < SETTLE_MAX_S:
+            clock.sleep(0.1)
         if store.head(where.manifest) is not None:
             return []
         return remove(store, [name for name in _settled(store, where, clock) if where.is_export_file(name)])

@@ -128,6 +128,8 @@ class FileStats:
     object_md5: str = ""  # an Object Storage export's: the MD5 the service reported for the object
     partition_sha256: str = ""  # of its partition's rows across all of its files, where a task computed it
     streams: list[str | None] = field(default_factory=list)  # the stream names its rows carry (one, in an export)
+    min_ts_us: int | None = None  # its rows' earliest and latest times, wherever in the file they are
+    max_ts_us: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         stored = {"object_md5": self.object_md5} if self.object_md5 else {}
@@ -308,6 +310,9 @@ def _take(
     st.last_partition, st.last_offset, st.last_ts_us = int(parts[-1]), int(offsets[-1]), int(stamps[-1])
     st.rows += n
     st.streams = sorted(set(st.streams) | set(pc.unique(batch.column("stream")).to_pylist()), key=str)
+    low, high = int(stamps.min()), int(stamps.max())
+    st.min_ts_us = low if st.min_ts_us is None else min(st.min_ts_us, low)
+    st.max_ts_us = high if st.max_ts_us is None else max(st.max_ts_us, high)
     if bool((parts != st.partition).any()):
         st.problems.append(f"{st.name}: holds more than one partition")
     return int(parts[-1]), int(offsets[-1])

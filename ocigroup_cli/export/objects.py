@@ -16,6 +16,7 @@ from ocigroup_cli.errors import OcigroupError, PreconditionFailed, ServiceError
 from ocigroup_cli.export import manifest
 from ocigroup_cli.export.location import BucketPrefix, parse_bucket
 from ocigroup_cli.export.plan import Plan
+from ocigroup_cli.export.progress import Stopped, in_hand
 from ocigroup_cli.export.reader import profile_of
 from ocigroup_cli.export.scratch import scratch
 
@@ -54,13 +55,18 @@ def to_bucket(
     plan: Plan, file_name: str, where: BucketPrefix, store: ObjectStore, write: Callable[[Path], int], fmt: str
 ) -> manifest.FileStats | None:
     """Write a slice with `write` into a file of this worker's own, read its facts back, upload it, remove it."""
-    with scratch() as tmp:
-        path = tmp / file_name
-        if not write(path):
-            return None
-        st = manifest.facts(path, fmt)
-        st.object_md5 = upload(store, where.object(file_name), path)
-        return st
+    try:
+        with scratch() as tmp, in_hand(plan.progress, file_name) as stopped:  # a run cleaning up waits for it
+            path = tmp / file_name
+            if not write(path):
+                return None
+            st = manifest.facts(path, fmt)
+            if stopped():
+                raise Stopped(f"{file_name}: not uploaded, the export was stopped")
+            st.object_md5 = upload(store, where.object(file_name), path)
+            return st
+    except Stopped as exc:
+        raise OcigroupError(str(exc)) from None
 
 
 def partition_digests(store: ObjectStore, where: BucketPrefix, names: list[str], fmt: str) -> str:

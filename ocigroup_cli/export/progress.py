@@ -5,6 +5,7 @@ the CLI then shows the phase alone."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ocigroup_cli.paths import replace_file
@@ -31,6 +32,51 @@ class SliceCounter:
             # totals() skips the hidden file it writes first; once the CLI removed the directory (the export
             # ended or was interrupted), a reader still running writes nothing
             replace_file(self.path, text, make_parent=False)
+
+
+STOPPED = ".stopped"  # hidden: not a slice's count
+
+
+class Stopped(Exception):
+    """The run this task works for has stopped: what it wrote would land after the run cleaned up."""
+
+
+def stop(directory: Path) -> None:
+    """The run failed or was interrupted: its tasks upload nothing more (a cancelled task's Python worker may
+    still finish its slice, and its upload landed after the run had cleaned up)."""
+    with contextlib.suppress(OSError):
+        (directory / STOPPED).touch()
+
+
+@contextlib.contextmanager
+def in_hand(directory: str | None, stem: str) -> Iterator[Callable[[], bool]]:
+    """A task's slice, marked while the task may still upload it; it gets whether the run has stopped, to ask
+    again before its upload. Marked first and checked after: a run that stops either sees the mark and waits for
+    it, or the task sees the stop (Stopped) and writes nothing."""
+    mark = Path(directory, f".{stem}.in-hand") if directory else None
+    with contextlib.suppress(OSError):
+        if mark is not None:
+            mark.touch()
+
+    def over() -> bool:
+        return bool(directory) and Path(str(directory), STOPPED).exists()
+
+    try:
+        if over():
+            raise Stopped(f"{stem}: not written, the export was stopped")
+        yield over
+    finally:
+        with contextlib.suppress(OSError):
+            if mark is not None:
+                mark.unlink()
+
+
+def tasks_in_hand(directory: Path) -> bool:
+    """Whether a task of this machine may still upload a slice (a cluster's tasks cannot be seen: False)."""
+    try:
+        return any(p.name.endswith(".in-hand") for p in directory.iterdir())
+    except OSError:
+        return False
 
 
 def totals(directory: Path) -> tuple[int, int]:

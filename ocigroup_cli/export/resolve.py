@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from ocigroup_cli.client.streaming import StreamingClient
 from ocigroup_cli.core.models import Message, StreamInfo
 from ocigroup_cli.core.timefmt import ms_to_rfc3339
-from ocigroup_cli.errors import BadRequest, UsageError
+from ocigroup_cli.errors import BadRequest, RetentionLost, UsageError
 from ocigroup_cli.export.plan import PartitionRange, Plan, slices_for
 
 
@@ -49,7 +49,7 @@ def _offset_range(client: StreamingClient, stream: StreamInfo, p: int, req: Requ
             raise _truncation(p, f"offset {req.from_offset}", oldest)
         start, truncated = oldest.offset, True
     empty = oldest is None or (req.to_offset is not None and req.to_offset < start)
-    if oldest is not None and req.from_offset > oldest.offset and _beyond(client, stream, p, req.from_offset - 1):
+    if req.from_offset > (oldest.offset if oldest else 0) and _beyond(client, stream, p, req.from_offset - 1):
         raise UsageError(
             f"partition {p}: --from-offset {req.from_offset} is past the next offset to be written: nothing is there "
             "to export yet.",
@@ -68,10 +68,13 @@ def _offset_range(client: StreamingClient, stream: StreamInfo, p: int, req: Requ
 
 
 def _beyond(client: StreamingClient, stream: StreamInfo, partition: int, offset: int) -> bool:
-    """Whether `offset`, at or after the oldest retained one, is past the partition's newest: the service refuses
-    a cursor there (an AT_OFFSET offset must lie between the oldest retained and the latest published one)."""
+    """Whether `offset` is past the partition's newest (one never written has none): the service refuses a cursor
+    there (an AT_OFFSET offset must lie between the oldest retained and the latest published one), and one
+    before the oldest retained with the retention refusal."""
     try:
         client.create_cursor(stream, partition, "AT_OFFSET", offset=offset)
+    except RetentionLost:
+        return False
     except BadRequest:
         return True
     return False

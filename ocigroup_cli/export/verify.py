@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocigroup_cli import inputs
-from ocigroup_cli.core.timefmt import parse_rfc3339_ms
+from ocigroup_cli.core.timefmt import ms_to_rfc3339, parse_rfc3339_ms
 from ocigroup_cli.errors import NotFound, UsageError
 from ocigroup_cli.export import manifest
 from ocigroup_cli.export.location import MANIFEST_OBJECT, BucketPrefix, parse_bucket
@@ -63,7 +63,9 @@ def _misshapen(doc: dict[str, Any]) -> str | None:
         return "'content_digest' and 'requested' must be objects"
     if "rows" in doc and not _integer(doc["rows"]):
         return "'rows' must be a whole number"
-    for name, value in (("fixed_end", doc.get("fixed_end")), ("to_time", (doc.get("requested") or {}).get("to_time"))):
+    asked = doc.get("requested") or {}
+    for name, value in (("fixed_end", doc.get("fixed_end")), ("to_time", asked.get("to_time")),
+                        ("from_time", asked.get("from_time"))):  # fmt: skip
         try:
             if value is not None:
                 parse_rfc3339_ms(value)
@@ -158,19 +160,30 @@ def contradictions(doc: dict[str, Any], files: list[manifest.FileStats]) -> list
     ]
     for entry in doc.get("partitions", []):
         problems += _outside_offsets(entry, manifest.partition_facts(files, entry["partition"]))
-    ends = [
-        (doc.get("fixed_end"), "the export's fixed end"),
-        ((doc.get("requested") or {}).get("to_time"), "--to-time"),
-    ]
-    for end, what in ends:
-        late = [st for st in files if end is not None and (st.last_ts_us or 0) // 1000 > parse_rfc3339_ms(end)]
-        problems += [f"{st.name}: rows up to {st.as_json()['last_timestamp']}, after {what} {end}" for st in late]
+    problems += _outside_times(doc, files)
     name = (doc.get("stream") or {}).get("name")
     others = [(st.name, [s for s in st.streams if s != name]) for st in files]
     problems += [
         f"{file}: rows of stream {other[0]!r}, not of the manifest's {name!r}" for file, other in others if other
     ]
     return problems
+
+
+def _outside_times(doc: dict[str, Any], files: list[manifest.FileStats]) -> list[str]:
+    """Rows before --from-time, or after --to-time or the export's fixed end, wherever in a file they stand."""
+    asked, problems = doc.get("requested") or {}, []
+    for end, what in ((doc.get("fixed_end"), "the export's fixed end"), (asked.get("to_time"), "--to-time")):
+        late = [st for st in files if end and st.max_ts_us is not None and st.max_ts_us // 1000 > parse_rfc3339_ms(end)]
+        problems += [f"{st.name}: a row of {_time(st.max_ts_us)}, after {what} {end}" for st in late]
+    start = asked.get("from_time")
+    early = [
+        st for st in files if start and st.min_ts_us is not None and st.min_ts_us // 1000 < parse_rfc3339_ms(start)
+    ]
+    return problems + [f"{st.name}: a row of {_time(st.min_ts_us)}, before --from-time {start}" for st in early]
+
+
+def _time(us: int | None) -> str:
+    return ms_to_rfc3339((us or 0) // 1000)
 
 
 def _outside_offsets(entry: dict[str, Any], facts: dict[str, Any]) -> list[str]:
@@ -239,10 +252,12 @@ def _fetched(store: ObjectStore, where: BucketPrefix, names: list[str], director
             yield path
 
 
-def verify_uri(profile: Profile, uri: str) -> tuple[dict[str, Any], list[str]]:
-    """`export verify oci://…`, read with the profile's credentials."""
+def verify_uri(profile: Profile, uri: str) -> tuple[dict[str, Any], list[str], str]:
+    """`export verify oci://…`, read with the profile's credentials; and the address verified, its namespace
+    looked up where it was not given."""
     from ocigroup_cli.client.objects import ObjectStore
 
     where = parse_bucket(uri, "export verify")
     store = ObjectStore(profile, where.bucket, where.namespace)
-    return verify_bucket(store, where.in_namespace(store.namespace))
+    where = where.in_namespace(store.namespace)
+    return (*verify_bucket(store, where), where.uri)

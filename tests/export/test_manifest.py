@@ -187,6 +187,23 @@ def _list_a_text_file(d, doc):
     doc["files"].append({"name": "evil.txt", "rows": 5, "bytes": 999, "sha256": "0" * 64})
 
 
+def _restamp_a_middle_row(d, doc):
+    """Times are not in the content digest: a row in the middle of a file moved to 2027, the file rewritten and its
+    facts recomputed, and a --to-time it now passes."""
+    path = d / "partition-0001-000.parquet"
+    rows = _rows(random.Random(1), 1)[:20]
+    table = _batch(rows)
+    stamps = table.column("timestamp").to_pylist()
+    stamps[10] = stamps[10].replace(year=2027, month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
+    table = table.set_column(3, "timestamp", pa.array(stamps, table.schema.field("timestamp").type))
+    path.unlink()
+    write_slice(iter([table]), path, "parquet")
+    stats, digest = manifest.scan(d, "parquet")
+    doc.update(files=[s.as_json() for s in stats], rows=sum(s.rows for s in stats))
+    doc["content_digest"]["value"] = digest
+    doc["requested"]["to_time"] = "2025-01-01T00:00:00.000Z"
+
+
 @pytest.mark.parametrize(
     ("lie", "says"),
     [
@@ -198,8 +215,11 @@ def _list_a_text_file(d, doc):
         (lambda d, doc: doc["stream"].update(name="payments"),
          "partition-0000-000.parquet: rows of stream 's', not of the manifest's 'payments'"),
         (lambda d, doc: doc.update(fixed_end="2023-01-01T00:00:00.000Z"),
-         "partition-0000-000.parquet: rows up to 2023-11-14T22:13:20.000Z, after the export's fixed end"),
+         "partition-0000-000.parquet: a row of 2023-11-14T22:13:20.000Z, after the export's fixed end"),
         (_list_a_text_file, "evil.txt: not a parquet file of the export"),
+        (lambda d, doc: doc["requested"].update(from_time="2024-01-01T00:00:00.000Z"),
+         "partition-0000-000.parquet: a row of 2023-11-14T22:13:20.000Z, before --from-time 2024-01-01"),
+        (_restamp_a_middle_row, "partition-0001-000.parquet: a row of 2027-01-01T00:00:00.000Z, after --to-time"),
     ],
 )  # fmt: skip
 def test_a_manifest_rewritten_to_match_the_files_still_has_to_agree_with_what_was_asked(tmp_path, lie, says):

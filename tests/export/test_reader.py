@@ -140,3 +140,8 @@ def test_a_start_past_the_next_offset_to_be_written_is_refused_and_one_at_it_is_
         make_plan(client, stream, Request([0], from_offset=999_999_999, to_offset=10**12), 2**41)
     assert _rows(make_plan(client, stream, Request([0], from_offset=last + 1), 2**41)) == []
     assert [v.decode() for _, _, v in _rows(make_plan(client, stream, Request([0], from_offset=last), 2**41))] == ["m9"]
+    never = unsigned.stream(partitions=1, name="never-written")  # its next offset is 0
+    stream = client.get_stream(never)
+    with pytest.raises(UsageError, match="--from-offset 5 is past the next offset to be written"):
+        make_plan(client, stream, Request([0], from_offset=5), 2**41)
+    assert _rows(make_plan(client, stream, Request([0], from_offset=0), 2**41)) == []
