@@ -182,21 +182,23 @@ def _habit(message: str, command: str) -> str | None:
     return None if hint is None else hint.replace("{command}", command)
 
 
-def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object = None) -> int:
+def run(argv: list[str] | None = None, clock: Clock | None = None, spark: object = None, last: bool = False) -> int:
     """Run the CLI and return its exit code; never raises (the error boundary).
 
-    Tests may inject a clock, and a Spark session to share between exports."""
+    Tests may inject a clock, and a Spark session to share between exports. `last`: the process ends after it
+    (the console script), so SIGINT, SIGTERM and SIGHUP are ignored from the end of the work on, not restored: one
+    in the exit's last ms would make the decided code 143 or a traceback."""
     _tolerant_text_streams()
     if os.environ.get("_OCIGROUP_COMPLETE", "").startswith("complete_"):
         # a shell asks for candidates: Typer renders each one's help with Rich at the console's width (80 here),
         # and fish takes every line of a wrapped help for a candidate of its own ("(--format)."): one line each
         os.environ["COLUMNS"] = "10000"
-    with _terminated_as_interrupted():
+    with _terminated_as_interrupted(last):
         return _run(argv, clock, spark)
 
 
 @contextlib.contextmanager
-def _terminated_as_interrupted() -> Iterator[None]:
+def _terminated_as_interrupted(last: bool = False) -> Iterator[None]:
     """SIGTERM (systemd, `kill`, a container stopping) and SIGHUP (the terminal or ssh session closed: the shell
     hangs up its jobs) end a command as Ctrl-C does: its clean-up runs (a scrape port closed, a partial export
     removed, a tail's last commit) and it exits 130. A SIGHUP ignored from the start (nohup) stays ignored.
@@ -214,7 +216,9 @@ def _terminated_as_interrupted() -> Iterator[None]:
     try:
         yield
     finally:
-        for s, handler in previous.items():
+        # last: the handler raising KeyboardInterrupt stays until SIG_IGN replaces it (no gap with the default)
+        restored = dict.fromkeys((signal.SIGINT, *previous), signal.SIG_IGN) if last else previous
+        for s, handler in restored.items():
             signal.signal(s, handler)
 
 
@@ -286,10 +290,10 @@ def _writing_help(exc: OSError) -> bool:
 
 
 def main() -> None:
-    code = run()
-    with contextlib.suppress(ValueError):  # decided: a signal in the exit's last ms would make it 143 or a traceback
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(s, signal.SIG_IGN)
+    try:
+        code = run(last=True)
+    except KeyboardInterrupt:  # a signal between the work's end and the moment it is ignored
+        code = ExitCode.INTERRUPTED
     for stream in (sys.stdout, sys.stderr):  # what is left in a buffer is written now, or dropped: Python's own
         try:  # flush at exit fails on a terminal that went away (EIO) and turns the exit code into 120
             if stream is not None:  # None: started with the descriptor closed (`>&-`)

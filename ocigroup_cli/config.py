@@ -444,8 +444,7 @@ def resolve(
     doc: Any = {}
     lines: yamlfile.Lines = {}
     if path.exists() or explicit:
-        check_profile_file(path)
-        doc, lines = yamlfile.load(path)
+        doc, lines = yamlfile.load(path, lambda st: check_profile_file(path, st))
     profiles = _profile_entries(doc, path, lines) if doc else {}
     default_name = doc.get("default") if isinstance(doc, dict) else None
     name = profile or env.get("OCIGROUP_PROFILE") or default_name or ("default" if "default" in profiles else LOCAL)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +19,24 @@ KIND = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a ch
         stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}  # fmt: skip
 
 
-def read_bytes(path: Path, limit: int, what: str) -> bytes:
+def read_bytes(path: Path, limit: int, what: str, trust: Callable[[os.stat_result], None] = lambda st: None) -> bytes:
     """The file's bytes; ConfigError (naming `what` and the path) when it is missing, unreadable, not a regular
-    file, or larger than `limit`. FileNotFoundError is left to the caller, which knows what a missing one means."""
+    file, or larger than `limit`. FileNotFoundError is left to the caller, which knows what a missing one means.
+    `trust` is handed the status of the file opened (not of the path, which may be swapped between a look and the
+    read), and raises when it must not be used."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO must not block the open
     except FileNotFoundError:
         raise
     except OSError as exc:
         raise ConfigError(f"{what} {path}: cannot read it ({exc.strerror or exc}).") from None
-    mode = os.fstat(fd).st_mode
+    opened = os.fstat(fd)
+    mode = opened.st_mode
+    try:
+        trust(opened)
+    except BaseException:
+        os.close(fd)
+        raise
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = KIND.get(stat.S_IFMT(mode), "not a regular file")

@@ -73,14 +73,11 @@ def _check_parents(path: Path) -> None:
                               "replace it, so it is not used.", "use a directory in folders of your own")  # fmt: skip
 
 
-def check_profile_file(path: Path) -> None:
-    """The profile file chooses where requests go and which key signs them: one that another user owns (root aside)
-    or that anyone can write is not used, or their endpoint would get requests signed with this user's key.
-    Group-writable is left alone (a umask of 002 makes files so, for a group of the user's own)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return  # said where it is read
+def check_profile_file(path: Path, st: os.stat_result) -> None:
+    """The profile file (`st`: the status of the file opened to read it) chooses where requests go and which key
+    signs them: one that another user owns (root aside) or that anyone can write is not used, or their endpoint
+    would get requests signed with this user's key. Group-writable is left alone (a umask of 002 makes files so,
+    for a group of the user's own)."""
     if st.st_uid not in (os.geteuid(), 0):
         raise ConfigError(f"profile file {path} belongs to another user (uid {st.st_uid}), who could point its "
                           "endpoint and key elsewhere: it is not used.", "use a profile file of your own")  # fmt: skip

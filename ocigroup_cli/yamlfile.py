@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +35,10 @@ Lines = dict[tuple[str, ...], int]
 KEEP_PARSED = 8  # files whose parse is kept (the oldest dropped)
 
 
-def load(path: Path) -> tuple[Any, Lines]:
-    """Return the document and a map from key path to 1-based line number."""
+def load(path: Path, trust: Callable[[os.stat_result], None] = lambda st: None) -> tuple[Any, Lines]:
+    """Return the document and a map from key path to 1-based line number (`trust`: see inputs.read_bytes)."""
     try:
-        raw = inputs.read_bytes(path, MAX_BYTES, "profile file")
+        raw = inputs.read_bytes(path, MAX_BYTES, "profile file", trust)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file.", "create it or pass --config PATH") from None
     digest = hashlib.sha256(raw).hexdigest()

@@ -96,3 +96,22 @@ def test_a_profile_file_another_user_owns_or_anyone_can_write_is_not_used(tmp_pa
         os.chown(config, 1002, 1002)
         r = proc.run(["--config", str(config), "-p", "p", "profile", "show"], env)
         assert r.returncode == 2 and b"belongs to another user (uid 1002), who could point its" in r.stderr
+
+
+def test_what_decides_on_a_profile_file_is_the_file_opened_not_the_path_looked_at(tmp_path):
+    """The owner was checked on the path, then the path was opened again: a link swapped in between (another
+    user's) was read. `trust` now sees the status of the descriptor that is read."""
+    from ocigroup_cli import inputs
+    from ocigroup_cli.errors import ConfigError
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("profiles: {}\n")
+    seen = []
+
+    def trust(st):
+        seen.append(st.st_ino)
+        raise ConfigError("not trusted")
+
+    with pytest.raises(ConfigError, match="not trusted"):
+        inputs.read_bytes(mine, 1 << 20, "profile file", trust)
+    assert seen == [mine.stat().st_ino]

@@ -26,7 +26,7 @@ from ocigroup_cli.errors import NotFound, OcigroupError
 MAX_MESSAGES = 10_000  # the most one GetMessages returns (its limit's largest value, and its default)
 MAX_OFFSET = 1 << 63  # an offset is a long
 MAX_PARTITIONS = 100_000  # far past any tenancy's partition limit (200 by default): more is not the service's
-MAX_PAGES = 1_000  # of ListStreams (50 streams each): more is a server that pages for ever
+MAX_PAGES = 200  # of ListStreams, 50 streams each: more streams than partitions a tenancy may have (200 by default)
 
 __all__ = ["StreamingClient", "Waiting", "stream_info"]
 
@@ -258,7 +258,7 @@ class StreamingClient(Sender):
         """The group's reservations; `patient`: transient failures are retried until the service answers."""
         path = f"groups/{quote(group, safe='')}"
         resp = self._data("GetGroup", stream, "GET", path, budget=("GetGroup", stream.id, group), patient=patient)
-        return resp.shaped(_reservations)
+        return resp.shaped(lambda doc: _reservations(doc, stream.partitions))
 
     def update_group(self, stream: StreamInfo, group: str, kind: str, time_ms: int | None = None) -> None:
         body: dict[str, Any] = {"type": kind}
@@ -268,12 +268,17 @@ class StreamingClient(Sender):
         self._data("UpdateGroup", stream, "PUT", path, body=body, budget=("UpdateGroup", stream.id, group))
 
 
-def _reservations(data: Any) -> list[Reservation]:
-    """GetGroup's reservations; TypeError or ValueError for one of a shape the service never sends."""
+def _reservations(data: Any, partitions: int = 0) -> list[Reservation]:
+    """GetGroup's reservations, at most one for each of the stream's `partitions` (any, where that is not known);
+    TypeError or ValueError for one of a shape the service never sends."""
+    seen: set[int] = set()
     for r in data.get("reservations") or []:
         p = r["partition"]  # a partition id: the service writes it as a string ("0")
         if not (isinstance(p, str) and p.isascii() and p.isdigit() and len(p) < 7) and type(p) is not int:
             raise ValueError(f"a reservation of partition {str(p)[:24]!r}")
+        if not _place(int(p), 0, partitions) or int(p) in seen:
+            raise ValueError(f"a reservation of partition {int(p)}, not one of the stream's {partitions} (or twice)")
+        seen.add(int(p))
         if not isinstance(r.get("reservedInstance"), str | None):
             raise TypeError("an instance name that is not a string")
     return sorted(

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import socket
 import ssl
+import stat
 import sys
 import threading
 import uuid
@@ -234,6 +236,9 @@ class _HttpServer(ThreadingHTTPServer):
 def tls_context(cert: str, key: str | None) -> ssl.SSLContext:
     """The server's TLS context; ValueError (with what is wrong) when the certificate or key cannot be used."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    for path in (cert, key):  # OpenSSL would wait for ever on a FIFO
+        if path is not None and os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+            raise ValueError(f"{path} is not a regular file")
     try:
         context.load_cert_chain(cert, key)
     except ssl.SSLError as exc:

@@ -181,3 +181,14 @@ def test_value_survives_round_trip_through_process(tmp_path, api_key):
         os.kill(proc.pid, signal.SIGINT)
         proc.wait(timeout=10)
     assert proc.returncode == 0
+
+
+def test_a_tls_certificate_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    import os
+
+    from ocigroup_cli.emulator.server import tls_context
+
+    fifo = tmp_path / "cert.pem"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is not a regular file"):
+        tls_context(str(fifo), str(fifo))

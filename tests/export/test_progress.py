@@ -42,3 +42,22 @@ def test_the_time_shown_moves_on_while_spark_starts():
             clock.advance_ms(1_000)
     assert [phase for phase, _ in shown] == ["starting Spark"] * 4
     assert [at - shown[0][1] for _, at in shown] == [0, 1, 2, 3]
+
+
+def test_a_stopped_run_waits_for_the_tasks_in_hand_and_later_ones_write_nothing(tmp_path):
+    """A bucket export interrupted: a task that was still writing its slice uploaded after the run had cleaned up
+    and said "nothing was written". A task is marked while in hand, and one that sees the stop writes nothing."""
+    import pytest
+
+    from ocigroup_cli.export.progress import Stopped, in_hand, stop, tasks_in_hand
+
+    with in_hand(str(tmp_path), "partition-0000-000.jsonl") as stopped:
+        assert tasks_in_hand(tmp_path) and not stopped()
+        stop(tmp_path)
+        assert stopped()  # it asks again before its upload
+    assert not tasks_in_hand(tmp_path)
+    with pytest.raises(Stopped), in_hand(str(tmp_path), "partition-0001-000.jsonl"):
+        pass
+    assert not tasks_in_hand(tmp_path)
+    with in_hand(None, "partition-0002-000.jsonl") as stopped:  # a cluster's task: nothing to see
+        assert not stopped()
