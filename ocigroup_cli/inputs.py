@@ -32,15 +32,15 @@ def read_bytes(path: Path, limit: int, what: str, trust: Callable[[os.stat_resul
         raise ConfigError(f"{what} {path}: cannot read it ({exc.strerror or exc}).") from None
     opened = os.fstat(fd)
     mode = opened.st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = KIND.get(stat.S_IFMT(mode), "not a regular file")
+        raise ConfigError(f"{what} {path}: {kind}, not a regular file.", "name the file itself")
     try:
         trust(opened)
     except BaseException:
         os.close(fd)
         raise
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = KIND.get(stat.S_IFMT(mode), "not a regular file")
-        raise ConfigError(f"{what} {path}: {kind}, not a regular file.", "name the file itself")
     with os.fdopen(fd, "rb") as f:
         too_big = ConfigError(f"{what} {path}: larger than {limit:,} bytes, more than such a file ever holds.",
                               "is it the right file?")  # fmt: skip

@@ -85,7 +85,8 @@ class Probes:
             stream_id = self.stream.id
         yield self._probe("stream", "STREAM_READ", "GetStream", stream_id, lambda: self._get_stream(stream_id))
         if self.stream is None and self.profile.settings.endpoint:  # the data plane is the profile's endpoint
-            self.stream = StreamInfo(stream_id, s.name or stream_id, 1, None, "", "", None, self.compartment)
+            # its partition count unknown (0): the answers are not held to one
+            self.stream = StreamInfo(stream_id, s.name or stream_id, 0, None, "", "", None, self.compartment)
         if self.stream is None:
             yield Check("stream-consume", SKIPPED, "needs GetStream (the stream's messages endpoint)")
             return

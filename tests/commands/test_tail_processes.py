@@ -223,8 +223,10 @@ def test_a_reader_working_through_a_backlog_is_slow_not_stalled(api_key, tmp_pat
     from tests.helpers.worker import world
 
     with world(api_key, tmp_path, partitions=1, timeout_ms=2000, group__max_processing_s=1.5) as w:
-        for start in range(0, 1200, 400):
-            w.sdk.put(w.sid, [(None, f"{i:05d}".encode() + b"x" * 1000) for i in range(start, start + 400)])
+        for start in range(0, 1200, 200):  # 200 KB a put, under the partition's 1 MB/s of writes
+            put = w.sdk.put(w.sid, [(None, f"{i:05d}".encode() + b"x" * 1000) for i in range(start, start + 200)])
+            assert not put.failures, put
+            time.sleep(0.3)
         err_path = tmp_path / "tail.err"
         with err_path.open("wb") as err:
             tail = subprocess.Popen([proc.exe(), *w.args("-e")], stdout=subprocess.PIPE, stderr=err,
