@@ -135,28 +135,10 @@ def run(
                 with claim.claim(target.claim_path) as mine:
                     return Outcome(commit.run(None, plan, target, meta, clock, None, mine), None)
             return Outcome(job.run(None, plan, target, meta, clock), None)
-        with _ticking(show, Progress("starting Spark"), clock):  # a JVM's start takes tens of seconds: the
-            used = open_spark(target.master, settings, driver_memory, clock, notice, lent)  # time shown moves on
+        starting = Progress("starting Spark")  # a JVM's start takes tens of seconds: the time shown moves on
+        with _showing(show, lambda: starting, clock, 1.0, "export-start"):
+            used = open_spark(target.master, settings, driver_memory, clock, notice, lent)
         return _export(used, plan, target, clock, profile_name, show)
-
-
-@contextlib.contextmanager
-def _ticking(show: Show, progress: Progress, clock: Clock) -> Iterator[None]:
-    """`progress` shown now and again each second until the block ends: a slow start is told from a hang."""
-    stop = threading.Event()
-
-    def tick() -> None:
-        while not clock.wait(stop, 1.0):
-            show(progress)
-
-    show(progress)
-    ticker = threading.Thread(target=tick, name="export-start", daemon=True)
-    ticker.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        ticker.join(2)
 
 
 def _export(used: Spark, plan: Plan, target: Destination, clock: Clock, profile_name: str, show: Show) -> Outcome:
@@ -191,30 +173,39 @@ def _said_if_interrupted(out: Path | str) -> Iterator[None]:
         raise Interrupted(f"export interrupted: nothing was written to {out}.") from None
 
 
-class _watching:
-    """While the job runs: the rows read so far, four times a second."""
+class _showing:
+    """While a phase lasts: where it stands (`now()`), shown at once and every `every` seconds, so that the time
+    shown moves on and a slow phase is told from a hang."""
 
-    def __init__(self, counts: Path, slices: int, clock: Clock, show: Show) -> None:
-        self.counts, self.slices, self.clock, self.show = counts, slices, clock, show
+    def __init__(self, show: Show, now: Callable[[], Progress], clock: Clock, every: float, name: str) -> None:
+        self.show, self.now, self.clock, self.every = show, now, clock, every
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._watch, name="export-progress", daemon=True)
+        self.thread = threading.Thread(target=self._tick, name=name, daemon=True)
 
     def __enter__(self) -> None:
-        self.show(Progress("reading", 0, 0, self.slices))
+        self.show(self.now())
         self.thread.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(2)
 
+    def _tick(self) -> None:
+        while not self.clock.wait(self.stop, self.every):
+            self.show(self.now())
+
+
+class _watching(_showing):
+    """While the job runs: the rows read so far, four times a second."""
+
+    def __init__(self, counts: Path, slices: int, clock: Clock, show: Show) -> None:
+        super().__init__(show, lambda: Progress("reading", *totals(counts), slices), clock, 0.25, "export-progress")
+        self.counts, self.slices = counts, slices
+
     def read(self) -> None:
         """Spark has written every slice: the manifest is next."""
         self.__exit__(None, None, None)
         self.show(Progress("writing manifest", *totals(self.counts), self.slices))
-
-    def _watch(self) -> None:
-        while not self.clock.wait(self.stop, 0.25):
-            self.show(Progress("reading", *totals(self.counts), self.slices))
 
 
 def open_spark(

@@ -145,7 +145,7 @@ def contradictions(doc: dict[str, Any], files: list[manifest.FileStats]) -> list
     """What the manifest says was asked for, against what it lists and the files hold (a manifest rewritten to
     match altered files still has to agree with itself): an entry for every partition asked for (one without rows
     too) and none other, each listed file of the export's format, rows within each partition's offsets asked and
-    not after the export's fixed end or its --to-time, and only of the stream named."""
+    its --from-time, not after its --to-time or fixed end, and only of the stream named."""
     asked = (doc.get("requested") or {}).get("partitions")
     entries = [e["partition"] for e in doc.get("partitions", [])]
     problems = []

@@ -32,10 +32,10 @@ def test_the_time_shown_moves_on_while_spark_starts():
     import threading
 
     from ocigroup_cli.core.clock import ManualClock
-    from ocigroup_cli.export.session import Progress, _ticking
+    from ocigroup_cli.export.session import Progress, _showing
 
-    clock, shown = ManualClock(), []
-    with _ticking(lambda p: shown.append((p.phase, clock.monotonic())), Progress("starting Spark"), clock):
+    clock, shown, starting = ManualClock(), [], Progress("starting Spark")
+    with _showing(lambda p: shown.append((p.phase, clock.monotonic())), lambda: starting, clock, 1.0, "export-start"):
         while not clock._waiting:  # the ticker waits on the clock: each move below wakes it once
             threading.Event().wait(0.01)
         for _ in range(3):
