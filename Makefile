@@ -40,11 +40,11 @@ $(TOOLS)/ts/.installed: tests/typescript/package.json tests/typescript/package-l
 # With bytecode caches, as an installed package has them (pip compiles at install): some CI machines and sandboxes
 # set PYTHONDONTWRITEBYTECODE, and then each of the suite's ~650 `ocigroup` processes compiled the package again
 # (0.08 CPU-s each) and each worker rewrote every test module's asserts.
-test: lint $(TOOLS)/promtool $(TOOLS)/ts/.installed  ## four workers (README says how the suite's time is spent)
-	PATH="$(CURDIR)/$(TOOLS):$$PATH" OCIGROUP_TS_SDK="$(CURDIR)/$(TOOLS)/ts/node_modules" PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
+test: lint $(TOOLS)/promtool $(TOOLS)/ts/.installed  ## six workers (README says how the suite's time is spent)
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" OCIGROUP_TS_SDK="$(CURDIR)/$(TOOLS)/ts/node_modules" PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 6 --dist loadgroup --durations=15
 
 test-full: lint $(TOOLS)/promtool $(TOOLS)/ts/.installed  ## the same suite at full size (the cluster export, the long reliability runs), JVMs with Java's defaults
-	PATH="$(CURDIR)/$(TOOLS):$$PATH" OCIGROUP_TS_SDK="$(CURDIR)/$(TOOLS)/ts/node_modules" PYTHONDONTWRITEBYTECODE= OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 4 --dist loadgroup --durations=15
+	PATH="$(CURDIR)/$(TOOLS):$$PATH" OCIGROUP_TS_SDK="$(CURDIR)/$(TOOLS)/ts/node_modules" PYTHONDONTWRITEBYTECODE= OCIGROUP_FULL_SCALE=1 $(BIN)/python -m pytest -n 6 --dist loadgroup --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check ocigroup_cli tests benchmarks reliability

@@ -26,5 +26,5 @@ def test_the_first_answer_is_small_and_later_ones_fit_the_target():
 def test_an_empty_answer_teaches_nothing_and_the_limit_is_never_zero():
     sizer = Sizer()
     assert sizer.saw([]) == 0 and sizer.limit(1000) == FIRST_READ
-    sizer.saw(_messages(1, 100 * READ_BYTES))
+    sizer.saw(_messages(1, 2 * READ_BYTES))  # one message over the whole byte target: 0 would fit
     assert sizer.limit(1000) == 1
