@@ -62,8 +62,8 @@ settings.load_profile(HYPOTHESIS_PROFILE)
 
 # Run with workers (`make test`: pytest -n 6 --dist loadgroup; the tests wait on processes, sockets and real time,
 # and six workers keep the two cores busy through those waits), the tests that start JVMs (Spark) run in four
-# groups, each on one worker, one test after another, so that no more than four JVM-starting tests run at once; they share one Spark engine, but for the group that
-# interrupts exports, which has its own (_engines).
+# groups, each on one worker, one test after another, so that no more than four JVM-starting tests run at once;
+# they share one Spark engine, but for the group that interrupts exports, which has its own (_engines).
 # The timed fault scenarios (reliability) are a group of their own; the other tests fill the workers as they free
 # up.
 _PROCESSES = "tests/commands/test_export_processes.py::test_"
