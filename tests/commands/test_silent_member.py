@@ -2,7 +2,12 @@
 two tails split 4 partitions, one is killed with -9, and while its reservations run out (the group's timeout)
 `inspect --health` says WARN: SILENT naming it, what waits on its partitions and when they move, the state
 DEGRADED instead of STABLE, and the metric ocigroup_consumergroup_health 2; once the other takes them over, OK.
-A single instance killed: SILENT, then STOPPED (ERROR) when nobody takes over within the timeout plus a margin."""
+A single instance killed: SILENT, then STOPPED (ERROR) when nobody takes over within the timeout plus a margin.
+
+The looks that check SILENT are held, not raced: the emulator runs in test mode on a clock that real time moves,
+and once SILENT is seen the test stops it (`hold`), so the dead member's reservation cannot run out however long
+a loaded machine takes to run the looks after it (each command's "now" is the service's at its start, moved on by
+its own run: ops/testclock.py); `release` lets it run out."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import time
 
 import pytest
 
-from ocigroup_cli.core.clock import SystemClock
+from ocigroup_cli.core.clock import ManualClock, SystemClock
 from tests.helpers import cli as proc
 from tests.helpers.history import key_for
 from tests.helpers.service import Sdk, start_server, write_config
@@ -25,7 +30,9 @@ TIMEOUT_S = 20  # silent from about 10 s after the kill: room for the looks that
 
 @pytest.fixture
 def group(api_key, tmp_path):
-    server = start_server(api_key, SystemClock())
+    service = ManualClock(SystemClock().time_ms())
+    service.run(True)  # real time passes on it until the test holds it
+    server = start_server(api_key, service, real_clock=SystemClock(), test_mode=True)
     sdk = Sdk(server, api_key)
     sid = sdk.stream(partitions=4, name="orders")
     config = write_config(tmp_path, api_key, server.url, group__name="billing", group__timeout_ms=TIMEOUT_S * 1000)
@@ -44,6 +51,8 @@ def group(api_key, tmp_path):
     def publish(count: int) -> None:
         sdk.put(sid, [(key_for(i % 4, 4), f"m{i}") for i in range(count)])
 
+    inspect.hold = lambda: service.run(False)  # type: ignore[attr-defined]
+    inspect.release = lambda: service.run(True)  # type: ignore[attr-defined]
     yield tail, inspect, publish
     for running in tails.values():
         if running.poll() is None:
@@ -95,6 +104,7 @@ def test_a_member_killed_with_9_is_silent_warn_until_the_other_takes_its_partiti
     took = time.monotonic() - killed
     assert doc["health"]["verdict"] == "SILENT", doc["health"]
     assert took < TIMEOUT_S, f"told only {took:.1f} s after the kill"  # within the silence window
+    inspect.hold()  # b's reservation runs out no sooner than these looks end
     silent = {v["partition"]: v for v in doc["health"]["partitions"] if v["verdict"] == "SILENT"}
     assert set(silent) <= held_by_b and silent, (silent, held_by_b)
     assert all(v["severity"] == "WARN" and v["reason"].startswith("b silent: no heartbeat seen for about")
@@ -110,6 +120,7 @@ def test_a_member_killed_with_9_is_silent_warn_until_the_other_takes_its_partiti
     health = re.findall(r'^ocigroup_consumergroup_health\{[^}]*group="billing"[^}]*\} (\d)$', metrics.stdout, re.M)
     assert health == ["2"], [line for line in metrics.stdout.splitlines() if "health" in line]
     # a takes b's partitions over once their reservations run out: OK again
+    inspect.release()
     doc = _until(inspect, lambda d: _members(d) == {"a"} and d["health"]["verdict"] == "OK", TIMEOUT_S + 30)
     assert _members(doc) == {"a"} and doc["health"]["verdict"] == "OK", doc["health"]
 
