@@ -41,6 +41,8 @@ class Lanes:
     batches: deque[Batch] = field(default_factory=deque)  # read and not committable yet, oldest first
     done: Written = field(default_factory=Written)  # processed (or given up) through, per partition
     seen: dict[int, int] = field(default_factory=dict)  # partition -> the highest offset queued, in hand or done
+    again: set[int] = field(default_factory=set)  # partitions read again from the group's commits (a rejoin)
+    went_back: set[int] = field(default_factory=set)  # partitions whose reads went back with no rejoin: a reset
     queued: int = 0
     queued_bytes: int = 0  # of base64 values
     reads: int = 0
@@ -53,7 +55,13 @@ class Lanes:
         fresh = 0
         for m in messages:
             through[m.partition] = max(m.offset, through.get(m.partition, -1))
-            if m.offset > self.seen.get(m.partition, -1):
+            seen = self.seen.get(m.partition, -1)
+            if m.offset <= seen and m.partition not in self.again:  # the service moved the cursor with the group
+                self.went_back.add(m.partition)
+                self.done.forget(m.partition)  # so no batch of this read is committed before the reads start again
+            if m.offset >= seen:
+                self.again.discard(m.partition)
+            if m.offset > seen:
                 self.seen[m.partition] = m.offset
                 self.queues.setdefault(m.partition, deque()).append((self.reads, m))
                 self.queued += 1
@@ -113,7 +121,12 @@ class Lanes:
         self.seen = {p: self.done.through(p) for p in self.seen}
         for p, work in self.running.items():
             self.seen[p] = max(self.seen[p], work[-1].offset)
+        self.again, self.went_back = set(self.seen), set()
         return dropped
+
+    def regained(self, partitions: set[int]) -> None:
+        """Partitions held again after another instance held them: their reads start from its commits."""
+        self.again |= partitions & self.seen.keys()
 
     def saw_committed(self, committed: Mapping[int, int | None]) -> bool:
         """The group's committed offsets at a look. A partition whose commit went back was reset (UpdateGroup): it is

@@ -101,6 +101,7 @@ class Member:
         )
         self.last_contact = self.clock.monotonic()
         self.written = None  # what was owed a commit is read again from the committed offsets
+        self.once.joined()
         self._joined()
 
     def _joined(self) -> None:
@@ -197,6 +198,7 @@ class Member:
         if mine != self.stats.held:
             if self._looked:  # the first look tells what it holds; a change after it is a rebalance
                 self.stats.rebalances += 1
+                self._regained(set(mine) - set(self.stats.held))
             self.notice(f"partitions held: {_names(mine)} (was {_names(self.stats.held)})")
             self.stats.held = mine
         self._looked = True
@@ -204,6 +206,10 @@ class Member:
     def _saw_committed(self, committed: dict[int, int | None]) -> None:
         """The group's committed offsets at a look: one that went back is a reset, which replays (core/once.py)."""
         self.once.saw_committed(committed)
+
+    def _regained(self, partitions: set[int]) -> None:
+        """Partitions a rebalance gave this instance: their reads start from another instance's commits."""
+        self.once.regained(partitions)
 
     def _assignment_due(self) -> bool:
         """Whether to look at the group now: every ASSIGNMENT_CHECK_S (at most a heartbeat interval), less often in a

@@ -156,7 +156,12 @@ class Worker(Member):
             return set()
         with self.changed:
             self.taken += self.lanes.add(messages, self.cursor, self.clock.monotonic())
+            reset = bool(self.lanes.went_back)
             self.changed.notify_all()
+        if reset:  # the reads went back with no rejoin of ours: a reset, before a look could show it
+            self.notice("the group was reset: reading again from its new position")
+            self._rejoin()
+            return set()
         self.stats.batches += 1
         if o.max_messages is not None and self.taken >= o.max_messages:
             self.reading = False
@@ -326,6 +331,10 @@ class Worker(Member):
         if reset:  # a reset: the reads start again from the group's new position
             self.notice("the group was reset: reading again from its new position")
             self._rejoin()
+
+    def _regained(self, partitions: set[int]) -> None:
+        with self.changed:
+            self.lanes.regained(partitions)
 
     def _check_assignment(self) -> None:
         """A look at the group: work in hand for a partition held no more is said once (it is not committed here: its

@@ -195,3 +195,27 @@ class Pipeline(RuleBasedStateMachine):
 
 def test_what_is_offered_for_commit_was_always_processed():
     run_state_machine_as_test(Pipeline)
+
+
+def test_reads_that_go_back_with_no_rejoin_are_a_reset_and_nothing_of_them_is_committed():
+    """The service moves a live cursor with the group (UpdateGroup): a read gives offsets already worked before any
+    look shows the reset. Not a rejoin's re-read, so not skipped: the lanes say the reads went back, forget what was
+    done there, and no batch commits past the replay (the worker then joins again from the reset position)."""
+    lanes = Lanes()
+    lanes.add([_m(0, o) for o in range(5)], "c1", 0.0)
+    lanes.finish(lanes.take(5))
+    assert lanes.committable() is not None and not lanes.went_back
+    lanes.add([_m(0, 1), _m(0, 2)], "c2", 1.0)  # back to 1 with no rejoin between
+    assert lanes.went_back == {0} and lanes.done.through(0) == -1 and lanes.committable() is None
+    lanes.drop()  # the rejoin: its re-read from the commit is expected, and skipped
+    assert not lanes.went_back
+    lanes.add([_m(0, o) for o in range(3)], "c3", 2.0)
+    assert not lanes.went_back and [m.offset for m in lanes.take(5)] == [0, 1, 2]  # the replay is worked again
+
+
+def test_a_rejoins_re_read_is_skipped_and_is_no_reset():
+    lanes = Lanes()
+    lanes.add([_m(1, o) for o in range(4)], "c1", 0.0)
+    lanes.finish(lanes.take(4))
+    lanes.drop()
+    assert lanes.add([_m(1, o) for o in range(2, 6)], "c2", 1.0) == 2 and not lanes.went_back  # 4 and 5 are new

@@ -254,3 +254,24 @@ def test_the_first_look_at_the_group_waits_a_random_part_of_its_interval(emulato
     finally:
         client.close()
     assert looked and share * ASSIGNMENT_CHECK_S <= looked[0] < share * ASSIGNMENT_CHECK_S + 0.6, looked
+
+
+def test_a_reset_read_before_any_look_at_the_group_replays(instance, sdk, clock):
+    """UpdateGroup moves the live cursor with the group: the next reads give the replay before a look at the group
+    (GetGroup, every 2 s) could show the committed offset gone back. The clock stands still here, so no look comes
+    at all: the instance must tell the reset from its reads going back with no join of its own, and replay (it
+    skipped the replay as already written, committed past it, and the reset was lost without a word)."""
+    sid = sdk.stream(partitions=1)
+    sdk.put(sid, [("k", f"m{i}") for i in range(10)])
+    written = []
+
+    def write(batch):
+        written.extend(m.value_bytes().decode() for m in batch)
+        if len(written) == 10:  # all of it once: the operator moves the group back to the start, as it consumes
+            sdk.client.update_group(sid, "g", sdk.models.UpdateGroupDetails(type="TRIM_HORIZON"))
+
+    done = threading.Thread(target=instance("a", sid, Sink(write), batch_limit=4, max_messages=20).run, daemon=True)
+    done.start()
+    done.join(timeout=30)
+    assert not done.is_alive(), f"the replay was skipped: {len(written)} written"
+    assert written == [f"m{i}" for i in range(10)] * 2
