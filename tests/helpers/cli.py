@@ -110,7 +110,29 @@ def on_pty(
     proc = subprocess.Popen([*controlling, exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=environment)
     os.close(slave)
     raw = bytearray()
-    deadline = time.monotonic() + timeout
+    try:  # whatever fails here (a ctrl_c_when that raises), the command is not left running
+        _watch(proc, master, raw, time.monotonic() + timeout, ctrl_c_when, typed)
+    finally:
+        code = proc.poll()
+        if code is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    screen = pyte.Screen(columns, rows)
+    stream = pyte.ByteStream(screen)
+    stream.feed(bytes(raw))
+    return Screen(code, bytes(raw), [line.rstrip() for line in screen.display])
+
+
+def _watch(
+    proc: subprocess.Popen[bytes],
+    master: int,
+    raw: bytearray,
+    deadline: float,
+    ctrl_c_when: Callable[[bytes], bool] | None,
+    typed: bytes,
+) -> None:
+    """Read the terminal into `raw` until the command ended and its output was read, or the deadline."""
     while time.monotonic() < deadline:
         ready, _, _ = select.select([master], [], [], 0.05)
         chunk = b""
@@ -125,13 +147,4 @@ def on_pty(
             os.write(master, b"\x03")
             ctrl_c_when = None
         if not chunk and proc.poll() is not None:
-            break
-    code = proc.poll()
-    if code is None:
-        proc.kill()
-        proc.wait()
-    os.close(master)
-    screen = pyte.Screen(columns, rows)
-    stream = pyte.ByteStream(screen)
-    stream.feed(bytes(raw))
-    return Screen(code, bytes(raw), [line.rstrip() for line in screen.display])
+            return
