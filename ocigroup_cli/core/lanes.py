@@ -56,7 +56,8 @@ class Lanes:
         for m in messages:
             through[m.partition] = max(m.offset, through.get(m.partition, -1))
             seen = self.seen.get(m.partition, -1)
-            if m.offset <= seen and m.partition not in self.again:  # the service moved the cursor with the group
+            if m.offset <= seen and m.partition not in self.again and self.done.below_commit(m.partition, m.offset):
+                # the service moved the cursor with the group (core/once.py)
                 self.went_back.add(m.partition)
                 self.done.forget(m.partition)  # so no batch of this read is committed before the reads start again
             if m.offset >= seen:

@@ -38,7 +38,7 @@ class Written:
         out = []
         for m in batch:
             through = self._through.get(m.partition, -1)
-            if m.offset <= through and m.partition not in self._again:
+            if m.offset <= through and m.partition not in self._again and self.below_commit(m.partition, m.offset):
                 self.forget(m.partition)  # the group was moved back: what it wrote since is asked for again
                 through = -1
             if m.offset >= through:
@@ -51,6 +51,13 @@ class Written:
         for m in batch:
             if m.offset > self._through.get(m.partition, -1):
                 self._through[m.partition] = m.offset
+
+    def below_commit(self, partition: int, offset: int) -> bool:
+        """Whether `offset` is at or below the group's committed offset last seen (or none was seen): a group's reads
+        start after its commit, so only a reset reads there. A partition held again after another instance held it
+        reads on from that instance's commits, which are not below the ones seen before: never taken for a reset."""
+        committed = self._committed.get(partition)
+        return committed is None or offset <= committed
 
     def forget(self, partition: int) -> None:
         """The group was moved back on `partition`: what this process wrote there is asked for again."""

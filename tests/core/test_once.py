@@ -63,3 +63,13 @@ def test_a_partition_held_again_after_another_instance_skips_what_this_process_w
     w.regained([1, 2])  # 2: never written here
     assert w.fresh([_m(1, 3), _m(1, 4), _m(1, 5)]) == [_m(1, 5)]
     assert w.fresh([_m(3, 9)]) == [_m(3, 9)]  # 3 was not regained: its step back is a reset
+
+
+def test_reads_that_go_back_but_not_below_the_commit_seen_are_no_reset():
+    """A partition held again after another instance held it (a look may come only after its first read) reads on
+    from that instance's commits, at or above the ones seen before: skipped as written, not replayed as a reset."""
+    w = Written()
+    w.saw_committed({0: 100})
+    w.wrote([_m(0, o) for o in range(90, 130)])
+    assert w.fresh([_m(0, o) for o in range(110, 132)]) == [_m(0, 130), _m(0, 131)]  # the other committed 109
+    assert w.fresh([_m(0, 100)]) == [_m(0, 100)]  # at the commit seen: only a reset reads there
