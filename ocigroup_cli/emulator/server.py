@@ -236,9 +236,10 @@ class _HttpServer(ThreadingHTTPServer):
 def tls_context(cert: str, key: str | None) -> ssl.SSLContext:
     """The server's TLS context; ValueError (with what is wrong) when the certificate or key cannot be used."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    for path in (cert, key):  # OpenSSL would wait for ever on a FIFO
-        if path is not None and os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
-            raise ValueError(f"{path} is not a regular file")
+    for path in (cert, key):  # OpenSSL would wait for ever on a FIFO (one it cannot read, it says so below)
+        with contextlib.suppress(OSError):
+            if path is not None and not stat.S_ISREG(os.stat(path).st_mode):
+                raise ValueError(f"{path} is not a regular file")
     try:
         context.load_cert_chain(cert, key)
     except ssl.SSLError as exc:

@@ -159,8 +159,7 @@ class Worker(Member):
             reset = bool(self.lanes.went_back)
             self.changed.notify_all()
         if reset:  # the reads went back with no rejoin of ours: a reset, before a look could show it
-            self.notice("the group was reset: reading again from its new position")
-            self._rejoin()
+            self._reset()
             return set()
         self.stats.batches += 1
         if o.max_messages is not None and self.taken >= o.max_messages:
@@ -328,9 +327,13 @@ class Worker(Member):
     def _saw_committed(self, committed: dict[int, int | None]) -> None:
         with self.changed:
             reset = self.lanes.saw_committed(committed)
-        if reset:  # a reset: the reads start again from the group's new position
-            self.notice("the group was reset: reading again from its new position")
-            self._rejoin()
+        if reset:
+            self._reset()
+
+    def _reset(self) -> None:
+        """The group was reset: the reads start again from its new position."""
+        self.notice("the group was reset: reading again from its new position")
+        self._rejoin()
 
     def _regained(self, partitions: set[int]) -> None:
         with self.changed:
